@@ -1,0 +1,48 @@
+# memcg-lab: the front door.  `make help` lists what is here.
+SHELL := /bin/bash
+NAME ?=
+ARM ?= vanilla
+SET ?=
+DEBUG ?=
+RESULTS ?= results
+SCENARIOS := $(sort $(basename $(notdir $(wildcard scenarios/*.scenario))))
+
+.DEFAULT_GOAL := help
+
+help:
+	@echo "memcg-lab: LRU_IMMEDIATE experiments on Debian's 6.1 kernel in QEMU"
+	@echo
+	@echo "  make scenario NAME=<scenario> [ARM=vanilla|mglru] [SET=\"VAR=value ...\"]"
+	@echo "                     set up what is missing, boot, run, summarise"
+	@echo "  make test          the project's tests (static checks, host unit tests,"
+	@echo "                     one real boot of the smoke scenario)"
+	@echo "  make test-unit     host-side tests only (no kernel build, no boot)"
+	@echo "  make deps          install missing Debian packages"
+	@echo "  make kernel [DEBUG=1]  build the lab kernel (cache: \$$MEMCG_LAB_CACHE)"
+	@echo "  make rootfs        build the guest rootfs image"
+	@echo "  make tools         build the guest C tools on the host"
+	@echo
+	@echo "scenarios: $(SCENARIOS)"
+
+deps:
+	lab/install-deps.sh
+
+kernel: deps
+	lab/build-kernel.sh $(if $(DEBUG),--debug)
+
+rootfs: deps
+	guest-rootfs/build-rootfs.sh
+
+tools:
+	$(MAKE) -C guest-rootfs/tools O=$(CURDIR)/build/tools
+
+scenario:
+	SET='$(SET)' MEMCG_LAB_RESULTS='$(RESULTS)' lab/run-scenario.sh '$(NAME)' '$(ARM)'
+
+test: deps
+	tests/run-tests.sh all
+
+test-unit: deps
+	tests/run-tests.sh unit
+
+.PHONY: help deps kernel rootfs tools scenario test test-unit

@@ -1,0 +1,1 @@
+"""memcg-lab analysis: load lab runs into tidy tables and summarise them."""

@@ -1,0 +1,207 @@
+"""One run folder: its samples, phases and per-phase summary.
+
+A run folder is what lab/run-scenario.sh leaves under
+results/<scenario>/<timestamp>-<arm>/.  samples.csv is the sampler's long
+format (time_s, cgroup, key, value); phases.csv has no header and one
+"name,start_s,end_s" row per phase, on the sampler's clock.
+"""
+import csv
+import json
+import math
+import os
+
+SLICE = "lab.slice"
+DIRTIER = "lab.slice/dirtier.scope"
+NEIGHBOUR = "lab.slice/neighbour.scope"
+PRECONDITION_SHARE = 0.80
+
+# (cgroup, key) counters whose increase over the measured phase is the
+# cost; "-" is the system-wide /proc/vmstat.
+COUNTERS = [
+    (NEIGHBOUR, "memory.pressure.some.total"),
+    (NEIGHBOUR, "memory.pressure.full.total"),
+    (NEIGHBOUR, "cpu.stat.system_usec"),
+    (NEIGHBOUR, "cpu.stat.user_usec"),
+    (NEIGHBOUR, "memory.stat.pgscan"),
+    (NEIGHBOUR, "memory.stat.pgsteal"),
+    (NEIGHBOUR, "memory.stat.workingset_refault_file"),
+    (DIRTIER, "memory.stat.pgscan"),
+    (DIRTIER, "memory.stat.pgsteal"),
+    (DIRTIER, "memory.stat.pgactivate"),
+    (DIRTIER, "memory.stat.pgdeactivate"),
+    (DIRTIER, "memory.stat.pgrefill"),
+    (SLICE, "memory.stat.pgscan"),
+    (SLICE, "memory.stat.pgsteal"),
+    (SLICE, "memory.events.max"),
+    (SLICE, "memory.events.oom_kill"),
+    ("-", "vmstat.pgscan_direct"),
+    ("-", "vmstat.pgscan_kswapd"),
+    ("-", "vmstat.pgsteal_direct"),
+    ("-", "vmstat.pgsteal_kswapd"),
+    ("-", "vmstat.pgactivate"),
+    ("-", "vmstat.pgdeactivate"),
+    ("-", "vmstat.pgrefill"),
+    ("-", "vmstat.pgrotated"),
+    ("-", "vmstat.nr_vmscan_immediate_reclaim"),
+]
+
+
+class RunError(Exception):
+    """A run folder that cannot be summarised (missing or broken files)."""
+
+
+def load_samples(path):
+    """{(cgroup, key): [(t, value), ...]} sorted by time."""
+    series = {}
+    try:
+        with open(path, newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header != ["time_s", "cgroup", "key", "value"]:
+                raise RunError(f"{path}: not a lab-sampler CSV (header {header})")
+            for lineno, row in enumerate(reader, start=2):
+                if len(row) != 4:
+                    raise RunError(f"{path}:{lineno}: expected 4 fields, got {len(row)}")
+                try:
+                    t, v = float(row[0]), float(row[3])
+                except ValueError as e:
+                    raise RunError(f"{path}:{lineno}: {e}") from None
+                series.setdefault((row[1], row[2]), []).append((t, v))
+    except FileNotFoundError:
+        raise RunError(f"{path}: missing (did the sampler run?)") from None
+    for points in series.values():
+        points.sort()
+    return series
+
+
+def load_phases(path):
+    """[(name, start_s, end_s)] in file order."""
+    phases = []
+    try:
+        with open(path, newline="") as f:
+            for lineno, row in enumerate(csv.reader(f), start=1):
+                if len(row) != 3:
+                    raise RunError(f"{path}:{lineno}: expected name,start_s,end_s")
+                name, start, end = row[0], float(row[1]), float(row[2])
+                if end < start:
+                    raise RunError(f"{path}:{lineno}: phase {name} ends before it starts")
+                phases.append((name, start, end))
+    except FileNotFoundError:
+        raise RunError(f"{path}: missing (the scenario marked no phase)") from None
+    return phases
+
+
+def measured_phase(phases):
+    """The phase a scenario measures: 'neighbour' if present, else the
+    longest phase that is not the final drain."""
+    named = {p[0]: p for p in phases}
+    if "neighbour" in named:
+        return named["neighbour"]
+    candidates = [p for p in phases if p[0] != "drain"]
+    if not candidates:
+        raise RunError("no measured phase in phases.csv")
+    return max(candidates, key=lambda p: p[2] - p[1])
+
+
+def in_window(points, start, end):
+    return [(t, v) for t, v in points if start <= t <= end]
+
+
+def delta(points, start, end):
+    """Increase of a counter over [start, end]; None without two samples."""
+    window = in_window(points, start, end)
+    if len(window) < 2:
+        return None
+    return window[-1][1] - window[0][1]
+
+
+def writeback_shares(series, cgroup, start, end):
+    """Per-sample file_writeback / file LRU and / inactive_file."""
+    def get(key):
+        return dict(in_window(series.get((cgroup, "memory.stat." + key), []), start, end))
+
+    wb, inact, act = get("file_writeback"), get("inactive_file"), get("active_file")
+    of_lru, of_inactive = [], []
+    for t in sorted(wb):
+        if t in inact and t in act and inact[t] + act[t] > 0:
+            of_lru.append(wb[t] / (inact[t] + act[t]))
+            if inact[t] > 0:
+                of_inactive.append(min(1.0, wb[t] / inact[t]))
+    return of_lru, of_inactive
+
+
+def percentile(values, q):
+    """Linear-interpolated percentile, q in [0, 100]."""
+    if not values:
+        return None
+    s = sorted(values)
+    pos = (len(s) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def load_probe_latencies(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return [float(r["latency_us"]) for r in csv.DictReader(f)]
+
+
+def summarise(run_dir):
+    series = load_samples(os.path.join(run_dir, "samples.csv"))
+    phases = load_phases(os.path.join(run_dir, "phases.csv"))
+    name, start, end = measured_phase(phases)
+    summary = {"run": os.path.abspath(run_dir), "phase": name,
+               "phase_s": round(end - start, 3), "counters": {}}
+    for cgroup, key in COUNTERS:
+        points = series.get((cgroup, key))
+        if points is not None:
+            summary["counters"][f"{cgroup}:{key}"] = delta(points, start, end)
+
+    of_lru, of_inactive = writeback_shares(series, DIRTIER, start, end)
+    pre = {"threshold": PRECONDITION_SHARE, "samples": len(of_lru)}
+    if of_lru:
+        pre.update({
+            "writeback_of_file_lru_median": percentile(of_lru, 50),
+            "writeback_of_file_lru_min": min(of_lru),
+            "writeback_of_inactive_median": percentile(of_inactive, 50),
+        })
+        pre["met"] = pre["writeback_of_file_lru_median"] >= PRECONDITION_SHARE
+    else:
+        pre["met"] = None  # this scenario has no dirtier memcg
+    summary["precondition"] = pre
+
+    scanned = summary["counters"].get(f"{SLICE}:memory.stat.pgscan")
+    stolen = summary["counters"].get(f"{SLICE}:memory.stat.pgsteal")
+    if scanned:
+        summary["parent_reclaim_efficiency"] = stolen / scanned
+    lat = load_probe_latencies(os.path.join(run_dir, "probe-latency.csv"))
+    if lat:
+        summary["probe_latency_us"] = {
+            "n": len(lat), "p50": percentile(lat, 50), "p90": percentile(lat, 90),
+            "p99": percentile(lat, 99), "max": max(lat)}
+    return summary
+
+
+def format_summary(s):
+    lines = [f"run {s['run']}", f"measured phase: {s['phase']} ({s['phase_s']} s)"]
+    pre = s["precondition"]
+    if pre["met"] is None:
+        lines.append("precondition: not applicable (no dirtier memcg)")
+    else:
+        lines.append(
+            "precondition (dirtier file_writeback / file LRU >= "
+            f"{pre['threshold']:.0%}): {'MET' if pre['met'] else 'NOT MET'}, median "
+            f"{pre['writeback_of_file_lru_median']:.1%}, min "
+            f"{pre['writeback_of_file_lru_min']:.1%}, of inactive_file "
+            f"{pre['writeback_of_inactive_median']:.1%} ({pre['samples']} samples)")
+    for key, value in s["counters"].items():
+        lines.append(f"  {key:58s} {'n/a' if value is None else f'{value:.0f}'}")
+    if "parent_reclaim_efficiency" in s:
+        lines.append(f"parent reclaim efficiency (pgsteal/pgscan): "
+                     f"{s['parent_reclaim_efficiency']:.1%}")
+    if "probe_latency_us" in s:
+        p = s["probe_latency_us"]
+        lines.append(f"neighbour fault latency (us): p50 {p['p50']:.0f} p90 {p['p90']:.0f}"
+                     f" p99 {p['p99']:.0f} max {p['max']:.0f} (n={p['n']})")
+    return "\n".join(lines)

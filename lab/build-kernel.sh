@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Build the lab kernel: Debian's linux-source 6.1 + patches/series +
+# lab/kernel/*.config, out of tree, in the cache folder.  Prints the path
+# of the build folder (bzImage, .config, vmlinux) on stdout.
+#
+#   build-kernel.sh [--debug]
+#
+# The source tree is a git repository whose first commit is the pristine
+# tarball, so a changed series is applied onto a clean tree and a no-change
+# rebuild touches nothing.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+TARBALL=${MEMCG_LAB_KERNEL_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
+SRC=$LAB_CACHE/linux-6.1
+FLAVOUR=lab
+[ "${1:-}" = --debug ] && FLAVOUR=debug
+OUT=$LAB_CACHE/kbuild-$FLAVOUR
+FRAGMENTS=("$LAB_ROOT/lab/kernel/memcg-lab.config")
+[ "$FLAVOUR" = debug ] && FRAGMENTS+=("$LAB_ROOT/lab/kernel/debug.config")
+
+unpack_pristine_tree() {
+	[ -d "$SRC/.git" ] && return 0
+	[ -f "$TARBALL" ] || die "$TARBALL not found (apt-get install linux-source-6.1)"
+	log "unpacking $TARBALL into $SRC (once)"
+	local tmp=$LAB_CACHE/.unpack.$$
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	tar -C "$tmp" -xf "$TARBALL"
+	local top
+	top=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+	[ -f "$top/Makefile" ] || die "$TARBALL did not unpack to a kernel tree"
+	git -C "$top" init -q
+	git -C "$top" add -A -f  # Debian's .gitignore ignores /*
+	git -C "$top" -c user.name=memcg-lab -c user.email=lab@localhost \
+		commit -q -m "pristine $(basename "$TARBALL")"
+	git -C "$top" tag pristine
+	mv "$top" "$SRC"
+	rm -rf "$tmp"
+}
+
+apply_series() {
+	local want have patches=()
+	mapfile -t patches < <(series_patches)
+	want=$(content_hash "$LAB_ROOT/patches/series" "${patches[@]}")
+	have=$(cat "$SRC/.memcg-lab-series" 2>/dev/null || true)
+	[ "$want" = "$have" ] && return 0
+	log "applying patches/series (${#patches[@]} patches) onto pristine 6.1"
+	git -C "$SRC" am --abort >/dev/null 2>&1 || true
+	git -C "$SRC" checkout -q -f pristine 2>/dev/null ||
+		git -C "$SRC" reset -q --hard pristine
+	git -C "$SRC" clean -q -fdx
+	rm -f "$SRC/.memcg-lab-series"
+	local p
+	for p in "${patches[@]}"; do
+		git -C "$SRC" -c user.name=memcg-lab -c user.email=lab@localhost \
+			am -q --committer-date-is-author-date "$p" ||
+			die "patch does not apply: $p (tree left in $SRC)"
+	done
+	echo "$want" >"$SRC/.memcg-lab-series"
+}
+
+# Fails on any fragment line the kernel dropped: a broken or stale
+# fragment must not silently build a different kernel.
+verify_config() {
+	local frag line sym val got bad=0
+	for frag in "${FRAGMENTS[@]}"; do
+		while IFS= read -r line; do
+			case $line in CONFIG_*=*) ;; *) continue ;; esac
+			sym=${line%%=*}
+			val=${line#*=}
+			got=$(grep -E "^$sym=" "$OUT/.config" | cut -d= -f2- || true)
+			if [ "$val" = n ]; then
+				[ -z "$got" ] && continue
+			else
+				[ "$got" = "$val" ] && continue
+			fi
+			log "config: $(basename "$frag") wants $sym=$val, got ${got:-not set}"
+			bad=1
+		done <"$frag"
+	done
+	[ $bad -eq 0 ] || die "kernel config fragment not satisfied (see above)"
+}
+
+configure_kernel() {
+	local want have
+	want=$(content_hash "${FRAGMENTS[@]}")-$(cat "$SRC/.memcg-lab-series")
+	have=$(cat "$OUT/.memcg-lab-config" 2>/dev/null || true)
+	[ "$want" = "$have" ] && [ -f "$OUT/.config" ] && return 0
+	log "configuring: x86_64_defconfig + ${FRAGMENTS[*]##*/}"
+	mkdir -p "$OUT"
+	run_logged "$OUT/config.log" make -C "$SRC" O="$OUT" x86_64_defconfig
+	run_logged "$OUT/config.log" "$SRC/scripts/kconfig/merge_config.sh" \
+		-m -O "$OUT" "$OUT/.config" "${FRAGMENTS[@]}"
+	run_logged "$OUT/config.log" make -C "$SRC" O="$OUT" olddefconfig
+	verify_config
+	echo "$want" >"$OUT/.memcg-lab-config"
+}
+
+build_bzimage() {
+	local jobs start
+	jobs=$(($(nproc) + 1))
+	start=$(date +%s)
+	log "building bzImage in $OUT (-j$jobs, log: $OUT/build.log)"
+	# Fixed identity strings keep ccache hits and build ids reproducible.
+	export KBUILD_BUILD_USER=memcg-lab KBUILD_BUILD_HOST=lab
+	export KBUILD_BUILD_TIMESTAMP="pristine+$(cat "$SRC/.memcg-lab-series")"
+	export CCACHE_DIR=${CCACHE_DIR:-$LAB_CACHE/ccache}
+	export CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime
+	local cc=gcc
+	command -v ccache >/dev/null && cc="ccache gcc"
+	: >"$OUT/build.log"
+	if ! make -C "$SRC" O="$OUT" -j"$jobs" CC="$cc" bzImage 2>&1 |
+		tee -a "$OUT/build.log" | show_build_progress; then
+		grep -E 'error|Error' "$OUT/build.log" | head -n 20 >&2 || true
+		die "kernel build failed; full log: $OUT/build.log"
+	fi
+	log "bzImage ready after $(($(date +%s) - start)) s"
+}
+
+# One line every 500 compiled objects instead of thousands of lines.
+show_build_progress() {
+	awk '/^  CC /{n++; if (n % 500 == 0) {printf "[memcg-lab]   %d objects compiled\n", n > "/dev/stderr"}}'
+}
+
+mkdir -p "$LAB_CACHE"
+exec 9>"$LAB_CACHE/.kernel.lock"
+flock 9
+unpack_pristine_tree
+apply_series
+configure_kernel
+build_bzimage
+echo "$OUT"

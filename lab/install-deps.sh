@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the lab needs on the host, saying which.
+#   install-deps.sh [--check]   (--check: list what is missing, exit 1)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+PACKAGES=(
+	linux-source-6.1 build-essential bc bison flex libelf-dev libssl-dev
+	cpio kmod ccache git
+	qemu-system-x86 qemu-utils
+	mmdebstrap e2fsprogs dosfstools
+	python3 python3-matplotlib python3-numpy python3-pandas python3-scipy
+	python3-pytest shellcheck
+)
+
+missing_packages() {
+	local p
+	for p in "${PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null |
+			grep -q '^install ok installed$' || echo "$p"
+	done
+}
+
+mapfile -t missing < <(missing_packages)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "${1:-}" = --check ]; then
+	printf '%s\n' "${missing[@]}"
+	exit 1
+fi
+[ "$(id -u)" -eq 0 ] ||
+	die "missing packages: ${missing[*]}; run as root: apt-get install ${missing[*]}"
+log "installing missing Debian packages: ${missing[*]}"
+mkdir -p "$LAB_CACHE"
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-get install -y -q "${missing[@]}" >"$LAB_CACHE/apt.log" 2>&1; then
+	log "apt-get install failed; refreshing the package lists once"
+	apt-get update -q >>"$LAB_CACHE/apt.log" 2>&1 || true
+	apt-get install -y -q "${missing[@]}" >>"$LAB_CACHE/apt.log" 2>&1 ||
+		die "apt-get install ${missing[*]} failed; log: $LAB_CACHE/apt.log"
+fi
+log "installed: ${missing[*]}"

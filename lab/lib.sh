@@ -1,0 +1,50 @@
+# shellcheck shell=bash
+# Shared helpers for the lab's host-side scripts.  Sourced, never run.
+
+LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LAB_CACHE=${MEMCG_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/memcg-lab}
+export LAB_ROOT LAB_CACHE
+
+log() { printf '[memcg-lab] %s\n' "$*" >&2; }
+die() { printf '[memcg-lab] error: %s\n' "$*" >&2; exit 1; }
+# Exit 2 means "you asked for something that does not exist".
+die_usage() { printf '[memcg-lab] error: %s\n' "$*" >&2; exit 2; }
+
+# Hash of files' contents (and their names), used as a rebuild key.
+content_hash() {
+	local f
+	for f in "$@"; do
+		[ -e "$f" ] || die "missing input for hash: $f"
+		printf '%s\0' "${f#"$LAB_ROOT"/}"
+		if [ -d "$f" ]; then
+			(cd "$f" && find . -type f -print0 | LC_ALL=C sort -z |
+				xargs -0 -r sha256sum)
+		else
+			sha256sum <"$f"
+		fi
+	done | sha256sum | cut -c1-16
+}
+
+# Patches listed in patches/series, in order, as absolute paths.
+series_patches() {
+	local line
+	[ -f "$LAB_ROOT/patches/series" ] || die "patches/series is missing"
+	while IFS= read -r line || [ -n "$line" ]; do
+		line=${line%%#*}
+		line=${line//[[:space:]]/}
+		[ -n "$line" ] || continue
+		[ -f "$LAB_ROOT/patches/$line" ] ||
+			die "patches/series lists $line, which is not in patches/"
+		printf '%s\n' "$LAB_ROOT/patches/$line"
+	done <"$LAB_ROOT/patches/series"
+}
+
+# Prints the last lines of a log when a long step fails.
+run_logged() {
+	local logfile=$1
+	shift
+	if ! "$@" >>"$logfile" 2>&1; then
+		tail -n 30 "$logfile" >&2
+		die "'$*' failed; full log: $logfile"
+	fi
+}

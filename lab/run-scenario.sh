@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# The front door behind `make scenario`: set up what is missing, boot the
+# lab kernel in QEMU on the scenario, collect results, print a summary.
+#
+#   run-scenario.sh NAME [ARM]        ARM: vanilla (default) | mglru
+#   env SET="VAR=value ..."           override scenario defaults
+#   env MEMCG_LAB_RESULTS=dir         results root (default: ./results)
+#   env MEMCG_LAB_ACCEL=tcg|kvm       skip the KVM probe
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+ARMS="vanilla mglru"
+RESULTS=$(realpath -m "${MEMCG_LAB_RESULTS:-$LAB_ROOT/results}")
+HANG_S=${MEMCG_LAB_HANG_S:-180}
+# Console lines that make a run failed, whatever the scenario says.
+KERNEL_TROUBLE='Kernel panic|BUG: |Oops|WARNING: |general protection fault|soft lockup|blocked for more than|Call Trace:'
+
+list_scenarios() {
+	local f
+	for f in "$LAB_ROOT"/scenarios/*.scenario; do
+		basename "$f" .scenario
+	done
+}
+
+check_arguments() {
+	local valid
+	valid=$(list_scenarios | tr '\n' ' ')
+	[ -n "$NAME" ] || die_usage "NAME is required; scenarios: $valid"
+	[ -f "$LAB_ROOT/scenarios/$NAME.scenario" ] ||
+		die_usage "unknown scenario '$NAME'; scenarios: $valid"
+	case " $ARMS " in *" $ARM "*) ;; *)
+		die_usage "unknown arm '$ARM'; arms: $ARMS" ;;
+	esac
+	local kv
+	for kv in ${SET:-}; do
+		[[ $kv =~ ^[A-Z][A-Z0-9_]*=[^\;\&\|\`\$]*$ ]] ||
+			die_usage "SET entries must be VAR=value, got '$kv'"
+	done
+}
+
+# Host-side parameters (machine shape) of a scenario, with SET applied.
+load_host_parameters() {
+	local kv
+	for kv in ${SET:-}; do
+		export "${kv?}"
+	done
+	MEM_MB=0
+	# shellcheck disable=SC1090
+	. "$LAB_ROOT/scenarios/$NAME.scenario"
+}
+
+# Claims a fresh folder: results are never overwritten.
+claim_run_folder() {
+	local base n=1
+	base=$RESULTS/$NAME/$(date -u +%Y%m%dT%H%M%SZ)-$ARM
+	mkdir -p "$RESULTS/$NAME"
+	RUN=$base
+	until mkdir "$RUN" 2>/dev/null; do
+		n=$((n + 1))
+		RUN=$base.$n
+	done
+}
+
+# KVM guests hang on some hosts: boot the kernel with no root under KVM
+# and expect its "unable to mount root" panic within a few seconds.
+# The answer is cached per host boot.
+choose_accelerator() {
+	if [ -n "${MEMCG_LAB_ACCEL:-}" ]; then
+		ACCEL=$MEMCG_LAB_ACCEL
+		log "accelerator: $ACCEL (MEMCG_LAB_ACCEL)"
+		return
+	fi
+	local cache=$LAB_CACHE/accel-$(cat /proc/sys/kernel/random/boot_id)
+	if [ ! -f "$cache" ]; then
+		local probe=$LAB_CACHE/kvm-probe.log
+		ACCEL=tcg
+		if [ -r /dev/kvm ] && timeout 20 qemu-system-x86_64 -accel kvm -m 256 \
+			-nodefaults -display none -no-reboot -serial "file:$probe" \
+			-kernel "$KBUILD/arch/x86/boot/bzImage" \
+			-append "console=ttyS0 panic=-1" >/dev/null 2>&1 &&
+			grep -q 'Kernel panic' "$probe"; then
+			ACCEL=kvm
+		fi
+		echo "$ACCEL" >"$cache"
+	fi
+	ACCEL=$(cat "$cache")
+	if [ "$ACCEL" = kvm ]; then
+		log "accelerator: kvm (probe passed)"
+	else
+		log "accelerator: tcg (KVM missing or its probe guest did not finish in 20 s)"
+	fi
+}
+
+record_host_provenance() {
+	cp "$KBUILD/.config" "$RUN/kernel.config"
+	cat "$KBUILD/include/config/kernel.release" >"$RUN/kernel-release.txt"
+	readelf -n "$KBUILD/vmlinux" | awk '/Build ID/ {print $3}' >"$RUN/kernel-build-id.txt"
+	cp "$LAB_ROOT/scenarios/$NAME.scenario" "$RUN/scenario.txt"
+	{
+		echo "git_revision=$(git -C "$LAB_ROOT" rev-parse HEAD 2>/dev/null || echo none)"
+		echo "git_dirty=$([ -z "$(git -C "$LAB_ROOT" status --porcelain 2>/dev/null)" ] && echo no || echo yes)"
+		echo "patch_series=$(cat "$LAB_CACHE/linux-6.1/.memcg-lab-series")"
+		echo "rootfs_image=$(basename "$IMAGE")"
+		echo "qemu=$(qemu-system-x86_64 --version | head -n 1)"
+		echo "accel=$ACCEL"
+		echo "host=$(uname -r) $(nproc) cpus"
+		echo "scenario=$NAME"
+		echo "arm=$ARM"
+		echo "set=${SET:-}"
+	} >"$RUN/provenance.txt"
+	git -C "$LAB_ROOT" diff HEAD >"$RUN/git-diff.patch" 2>/dev/null || true
+	: >"$RUN/params.env"
+	local kv
+	for kv in ${SET:-}; do
+		printf '%s\n' "$kv" >>"$RUN/params.env"
+	done
+}
+
+make_scratch_disks() {
+	DISKS=$LAB_CACHE/disks/$(basename "$RUN").$$
+	mkdir -p "$DISKS"
+	truncate -s "${STICK_SIZE_MB}M" "$DISKS/stick.img"
+	truncate -s "${FAST_SIZE_MB}M" "$DISKS/fast.img"
+}
+
+boot_guest() {
+	local cmdline="root=/dev/vda rootfstype=ext4 rw console=ttyS0 panic=-1 quiet"
+	cmdline+=" systemd.show_status=error memcg_lab.scenario=$NAME memcg_lab.arm=$ARM"
+	cmdline+=" ${KERNEL_CMDLINE_EXTRA:-}"
+	QMP=$DISKS/qmp.sock
+	# Fixed PCI slots: the root is always the first virtio disk probed,
+	# and the guest finds the others by serial, never by vdX.
+	QEMU_ARGS=(
+		-accel "$ACCEL" -m "$GUEST_MEM_MB" -smp 2 -nodefaults -no-user-config
+		-display none -no-reboot
+		-chardev "file,id=con,path=$RUN/console.log" -serial chardev:con
+		-qmp "unix:$QMP,server=on,wait=off"
+		-kernel "$KBUILD/arch/x86/boot/bzImage" -append "$cmdline"
+		-drive "file=$IMAGE,if=none,id=root,format=raw,snapshot=on"
+		-device virtio-blk-pci,drive=root,serial=lab-root,addr=0x4
+		-drive "file=$DISKS/stick.img,if=none,id=stick,format=raw,cache=none,aio=threads,throttling.bps-write=$STICK_WRITE_BPS"
+		-device "virtio-blk-pci,drive=stick,serial=lab-stick,queue-size=$STICK_QUEUE_SIZE,addr=0x5"
+		-drive "file=$DISKS/fast.img,if=none,id=fast,format=raw,cache=unsafe"
+		-device virtio-blk-pci,drive=fast,serial=lab-fast,addr=0x6
+		-fsdev "local,id=lab,path=$LAB_ROOT/scenarios,security_model=none,readonly=on"
+		-device virtio-9p-pci,fsdev=lab,mount_tag=lab,addr=0x7
+		-fsdev "local,id=results,path=$RUN,security_model=none"
+		-device virtio-9p-pci,fsdev=results,mount_tag=results,addr=0x8
+		-device virtio-rng-pci,addr=0x9
+	)
+	printf '%q ' qemu-system-x86_64 "${QEMU_ARGS[@]}" >"$RUN/qemu-cmdline.txt"
+	qemu-system-x86_64 "${QEMU_ARGS[@]}" >"$RUN/qemu.log" 2>&1 &
+	QEMU_PID=$!
+}
+
+# Watches the console until QEMU exits: shows the scenario's progress
+# lines, lifts the stick throttle when the guest says "drain", and kills
+# the guest on the hard timeout or when the console stays silent.
+watch_guest() {
+	local start now last_size=0 size last_change shown=0 unthrottled=no
+	start=$(date +%s)
+	last_change=$start
+	BOOT_TO_SCENARIO_S=
+	FAILURE=
+	while kill -0 "$QEMU_PID" 2>/dev/null; do
+		sleep 0.5
+		now=$(date +%s)
+		size=$(stat -c %s "$RUN/console.log" 2>/dev/null || echo 0)
+		if [ "$size" != "$last_size" ]; then
+			last_size=$size
+			last_change=$now
+			[ -z "$BOOT_TO_SCENARIO_S" ] &&
+				grep -q 'memcg-lab-agent: scenario=' "$RUN/console.log" &&
+				BOOT_TO_SCENARIO_S=$((now - start))
+			grep -a 'memcg-lab' "$RUN/console.log" | tail -n +$((shown + 1)) |
+				sed 's/^/  guest| /' >&2 || true
+			shown=$(grep -ac 'memcg-lab' "$RUN/console.log" || true)
+			if [ $unthrottled = no ] && grep -q 'measurement done: drain' "$RUN/console.log"; then
+				"$LAB_ROOT/lab/qmp-unthrottle.py" "$QMP" stick ||
+					log "could not lift the stick throttle; shutdown will be slow"
+				unthrottled=yes
+			fi
+		fi
+		if [ $((now - start)) -ge "$TIMEOUT_S" ]; then
+			FAILURE="hard timeout after $TIMEOUT_S s"
+		elif [ $((now - last_change)) -ge "$HANG_S" ]; then
+			FAILURE="guest hang: no console output for $HANG_S s"
+		fi
+		if [ -n "$FAILURE" ]; then
+			kill "$QEMU_PID" 2>/dev/null || true
+			break
+		fi
+	done
+	wait "$QEMU_PID" 2>/dev/null || true
+	ELAPSED_S=$(($(date +%s) - start))
+}
+
+classify_run() {
+	local trouble guest_rc
+	trouble=$(grep -aE "$KERNEL_TROUBLE" "$RUN/console.log" | head -n 3 || true)
+	guest_rc=$(cat "$RUN/guest-exit-status" 2>/dev/null || echo missing)
+	if [ -z "$FAILURE" ] && [ -n "$trouble" ]; then
+		FAILURE="kernel trouble on the console: $(echo "$trouble" | head -n 1)"
+	fi
+	if [ -z "$FAILURE" ] && [ "$guest_rc" != 0 ]; then
+		FAILURE="scenario exit status $guest_rc in the guest"
+	fi
+	if [ -z "$FAILURE" ] && ! grep -q 'reboot: Power down' "$RUN/console.log"; then
+		FAILURE="guest did not power off cleanly"
+	fi
+	{
+		echo "result=$([ -z "$FAILURE" ] && echo ok || echo failed)"
+		echo "reason=${FAILURE:-}"
+		echo "accel=$ACCEL"
+		echo "boot_to_scenario_s=${BOOT_TO_SCENARIO_S:-}"
+		echo "elapsed_s=$ELAPSED_S"
+		echo "kernel_trouble=$(echo "$trouble" | head -n 1)"
+	} >"$RUN/status.txt"
+}
+
+NAME=${1:-}
+ARM=${2:-vanilla}
+check_arguments
+"$LAB_ROOT/lab/install-deps.sh"
+load_host_parameters
+KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" | tail -n 1)
+IMAGE=$("$LAB_ROOT/guest-rootfs/build-rootfs.sh" | tail -n 1)
+choose_accelerator
+claim_run_folder
+log "run folder: $RUN"
+record_host_provenance
+make_scratch_disks
+trap 'rm -rf "$DISKS"' EXIT
+log "booting $NAME ($ARM, ${GUEST_MEM_MB}M guest, stick ${STICK_WRITE_BPS} B/s write, timeout ${TIMEOUT_S}s)"
+boot_guest
+watch_guest
+classify_run
+/usr/bin/python3 "$LAB_ROOT/analysis/run_summary.py" "$RUN" >&2 || true
+if [ -n "$FAILURE" ]; then
+	log "FAILED: $FAILURE"
+	log "console: $RUN/console.log"
+	exit 1
+fi
+log "ok: $NAME/$ARM in ${ELAPSED_S}s (boot to scenario ${BOOT_TO_SCENARIO_S:-?}s); results: $RUN"
