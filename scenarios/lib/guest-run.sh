@@ -80,12 +80,20 @@ disk_by_serial() {
 tune_queue() {
 	local q=/sys/block/$(basename "$1")/queue
 	echo none >"$q/scheduler" 2>/dev/null || true
-	cat "$q/max_hw_sectors_kb" >"$q/max_sectors_kb"
+	# The block layer may refuse the hardware maximum (it must also fit
+	# the device's segment limits): take the largest size it accepts.
+	local kb
+	kb=$(cat "$q/max_hw_sectors_kb")
+	until echo "$kb" >"$q/max_sectors_kb" 2>/dev/null; do
+		kb=$((kb / 2))
+		[ "$kb" -ge 4 ] || die "cannot set max_sectors_kb on $1"
+	done
 	echo "${QUEUE_NR_REQUESTS:-1024}" >"$q/nr_requests" 2>/dev/null || true
-	[ -f "$q/wbt_lat_usec" ] && echo 0 >"$q/wbt_lat_usec"
+	# With CONFIG_BLK_WBT=n the file exists but refuses writes: WBT is off.
+	echo 0 >"$q/wbt_lat_usec" 2>/dev/null || true
 	local f
 	for f in scheduler nr_requests max_sectors_kb max_hw_sectors_kb wbt_lat_usec; do
-		[ -f "$q/$f" ] && echo "$(basename "$1") $f $(cat "$q/$f")"
+		[ -f "$q/$f" ] && echo "$(basename "$1") $f $(cat "$q/$f" 2>/dev/null || echo unreadable)"
 	done >>"$OUT/block-queue.txt"
 }
 

@@ -1,0 +1,75 @@
+"""Assertions on a real smoke run: QEMU booted the lab kernel, systemd ran
+the agent, the memcgs existed, the sampler recorded them, fio wrote to
+the throttled stick, and the guest powered off cleanly.
+
+LAB_SMOKE_RUN names the run folder (tests/run-tests.sh sets it)."""
+import csv
+import json
+import os
+
+import pytest
+
+RUN = os.environ.get("LAB_SMOKE_RUN")
+pytestmark = pytest.mark.skipif(not RUN, reason="LAB_SMOKE_RUN not set")
+
+
+def read(name):
+    with open(os.path.join(RUN, name)) as f:
+        return f.read()
+
+
+def status():
+    return dict(line.split("=", 1) for line in read("status.txt").splitlines())
+
+
+def test_run_succeeded_and_guest_powered_off():
+    st = status()
+    assert st["result"] == "ok", st["reason"]
+    assert read("guest-exit-status").strip() == "0"
+    assert "reboot: Power down" in read("console.log")
+
+
+def test_guest_ran_the_lab_kernel_under_systemd_and_cgroup_v2():
+    assert read("kernel-release.txt").strip() in read("uname.txt")
+    assert "memcg_lab.scenario=smoke" in read("cmdline.txt")
+    assert "cgroup_fs=cgroup2fs" in read("guest-state.txt")
+    assert "CONFIG_MEMCG=y" in read("guest-kernel.config")
+    assert "systemd" in read("journal.txt")
+
+
+def test_memcgs_existed_with_the_parent_limit():
+    assert "lab.slice/dirtier.scope" in read("cgroups-seen.txt")
+    params = dict(line.split("=", 1) for line in read("params-resolved.env").splitlines()
+                  if "=" in line)
+    want = int(params["PARENT_MAX_MB"].strip("'")) << 20
+    assert int(read("parent-memory.max")) == want
+
+
+def test_sampler_recorded_the_dirtier_memcg_over_time():
+    with open(os.path.join(RUN, "samples.csv")) as f:
+        rows = list(csv.DictReader(f))
+    dirtier = [r for r in rows if r["cgroup"] == "lab.slice/dirtier.scope"]
+    times = {r["time_s"] for r in dirtier}
+    assert len(times) >= 2
+    keys = {r["key"] for r in dirtier}
+    assert {"memory.stat.file_dirty", "memory.pressure.some.total",
+            "cpu.stat.system_usec"} <= keys
+    assert any(r["cgroup"] == "-" and r["key"] == "vmstat.nr_dirty" for r in rows)
+
+
+def test_fio_wrote_the_whole_file_to_the_stick():
+    report = json.loads(read("fio-dirtier.json"))
+    job = report["jobs"][0]
+    assert job["error"] == 0
+    params = dict(line.split("=", 1) for line in read("params-resolved.env").splitlines()
+                  if "=" in line)
+    assert job["write"]["io_bytes"] == int(params["DIRTY_FILE_MB"].strip("'")) << 20
+
+
+def test_provenance_is_complete():
+    for name in ("kernel.config", "kernel-build-id.txt", "provenance.txt",
+                 "sysctl.txt", "qemu-cmdline.txt", "phases.csv"):
+        assert os.path.getsize(os.path.join(RUN, name)) > 0, name
+    prov = read("provenance.txt")
+    assert "git_revision=" in prov and "accel=" in prov
+    assert "throttling.bps-write=" in read("qemu-cmdline.txt")

@@ -1,0 +1,60 @@
+"""The Makefile and lab/run-scenario.sh refuse bad input before doing any
+work: unknown scenario or arm -> exit 2 with the valid names."""
+import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def make(*args):
+    return subprocess.run(["make", "-s", "-C", ROOT] + list(args),
+                          capture_output=True, text=True, timeout=60)
+
+
+def scenarios():
+    return sorted(f[:-len(".scenario")] for f in os.listdir(os.path.join(ROOT, "scenarios"))
+                  if f.endswith(".scenario"))
+
+
+def test_help_lists_targets_and_every_scenario():
+    p = make("help")
+    assert p.returncode == 0
+    for target in ("scenario", "test", "kernel", "rootfs"):
+        assert f"make {target}" in p.stdout
+    for name in scenarios():
+        assert name in p.stdout
+
+
+def run_scenario(*args, env=None):
+    return subprocess.run([os.path.join(ROOT, "lab/run-scenario.sh")] + list(args),
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+def test_unknown_scenario_exits_2_listing_valid_names():
+    p = run_scenario("no-such-scenario")
+    assert p.returncode == 2
+    assert "unknown scenario 'no-such-scenario'" in p.stderr
+    for name in scenarios():
+        assert name in p.stderr
+
+
+def test_missing_name_exits_2():
+    p = run_scenario("")
+    assert p.returncode == 2 and "NAME is required" in p.stderr
+
+
+def test_unknown_arm_exits_2():
+    p = run_scenario("smoke", "bogus")
+    assert p.returncode == 2 and "unknown arm 'bogus'" in p.stderr
+
+
+def test_set_must_be_assignments():
+    p = run_scenario("smoke", env={"SET": "rm -rf /"})
+    assert p.returncode == 2 and "SET entries must be VAR=value" in p.stderr
+
+
+def test_make_scenario_passes_the_exit_status_through():
+    p = make("scenario", "NAME=nope")
+    assert p.returncode != 0
+    assert "unknown scenario 'nope'" in p.stderr

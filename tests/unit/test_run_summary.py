@@ -1,0 +1,81 @@
+"""analysis/memcg_lab/run.py on small hand-made run folders: the deltas,
+the precondition and the error paths are checked against hand-computed
+values."""
+import pytest
+
+from memcg_lab import run
+
+DIRTIER = run.DIRTIER
+NEIGHBOUR = run.NEIGHBOUR
+
+
+def write_run(path, samples, phases):
+    lines = ["time_s,cgroup,key,value"]
+    lines += [f"{t},{cg},{k},{v}" for t, cg, k, v in samples]
+    (path / "samples.csv").write_text("\n".join(lines) + "\n")
+    (path / "phases.csv").write_text("".join(f"{n},{a},{b}\n" for n, a, b in phases))
+
+
+def dirtier_lru(t, inactive, active, writeback):
+    return [(t, DIRTIER, "memory.stat.inactive_file", inactive),
+            (t, DIRTIER, "memory.stat.active_file", active),
+            (t, DIRTIER, "memory.stat.file_writeback", writeback)]
+
+
+def test_deltas_cover_only_the_measured_phase(tmp_path):
+    samples = []
+    for t, some, scan in [(1, 0, 0), (10, 100, 50), (11, 400, 80), (12, 1000, 200), (20, 5000, 900)]:
+        samples += [(t, NEIGHBOUR, "memory.pressure.some.total", some),
+                    (t, DIRTIER, "memory.stat.pgscan", scan)]
+    write_run(tmp_path, samples, [("ramp", 0, 9), ("neighbour", 10, 12), ("drain", 13, 20)])
+    s = run.summarise(tmp_path)
+    assert s["phase"] == "neighbour"
+    assert s["counters"][f"{NEIGHBOUR}:memory.pressure.some.total"] == 900
+    assert s["counters"][f"{DIRTIER}:memory.stat.pgscan"] == 150
+
+
+def test_precondition_uses_the_median_writeback_share(tmp_path):
+    # shares of the file LRU: 0.9, 0.85, 0.5 -> median 0.85 (met), min 0.5
+    samples = (dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 80, 20, 85)
+               + dirtier_lru(12, 60, 40, 50))
+    write_run(tmp_path, samples, [("neighbour", 10, 12)])
+    pre = run.summarise(tmp_path)["precondition"]
+    assert pre["met"] is True
+    assert pre["writeback_of_file_lru_median"] == pytest.approx(0.85)
+    assert pre["writeback_of_file_lru_min"] == pytest.approx(0.5)
+    assert pre["samples"] == 3
+
+
+def test_precondition_not_met_is_reported(tmp_path):
+    write_run(tmp_path, dirtier_lru(1, 100, 100, 20) + dirtier_lru(2, 100, 100, 30),
+              [("neighbour", 1, 2)])
+    assert run.summarise(tmp_path)["precondition"]["met"] is False
+
+
+def test_percentile_interpolates():
+    assert run.percentile([1, 2, 3, 4], 50) == 2.5
+    assert run.percentile([5], 99) == 5
+    assert run.percentile([], 50) is None
+
+
+@pytest.mark.parametrize("breakage, message", [
+    ("no-samples", "samples.csv: missing"),
+    ("no-phases", "phases.csv: missing"),
+    ("bad-header", "not a lab-sampler CSV"),
+    ("short-row", "expected 4 fields"),
+    ("backwards-phase", "ends before it starts"),
+])
+def test_broken_runs_raise_clear_errors(tmp_path, breakage, message):
+    write_run(tmp_path, dirtier_lru(1, 1, 1, 1), [("neighbour", 1, 2)])
+    if breakage == "no-samples":
+        (tmp_path / "samples.csv").unlink()
+    elif breakage == "no-phases":
+        (tmp_path / "phases.csv").unlink()
+    elif breakage == "bad-header":
+        (tmp_path / "samples.csv").write_text("a,b\n")
+    elif breakage == "short-row":
+        (tmp_path / "samples.csv").write_text("time_s,cgroup,key,value\n1,x,y\n")
+    elif breakage == "backwards-phase":
+        (tmp_path / "phases.csv").write_text("neighbour,5,1\n")
+    with pytest.raises(run.RunError, match=message):
+        run.summarise(tmp_path)
