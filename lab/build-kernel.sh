@@ -104,7 +104,8 @@ build_bzimage() {
 	log "building bzImage in $OUT (-j$jobs, log: $OUT/build.log)"
 	# Fixed identity strings keep ccache hits and build ids reproducible.
 	export KBUILD_BUILD_USER=memcg-lab KBUILD_BUILD_HOST=lab
-	export KBUILD_BUILD_TIMESTAMP="pristine+$(cat "$SRC/.memcg-lab-series")"
+	KBUILD_BUILD_TIMESTAMP="pristine+$(cat "$SRC/.memcg-lab-series")"
+	export KBUILD_BUILD_TIMESTAMP
 	export CCACHE_DIR=${CCACHE_DIR:-$LAB_CACHE/ccache}
 	export CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime
 	local cc=gcc

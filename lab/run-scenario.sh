@@ -70,7 +70,8 @@ choose_accelerator() {
 		log "accelerator: $ACCEL (MEMCG_LAB_ACCEL)"
 		return
 	fi
-	local cache=$LAB_CACHE/accel-$(cat /proc/sys/kernel/random/boot_id)
+	local cache
+	cache=$LAB_CACHE/accel-$(cat /proc/sys/kernel/random/boot_id)
 	if [ ! -f "$cache" ]; then
 		local probe=$LAB_CACHE/kvm-probe.log
 		ACCEL=tcg
@@ -121,6 +122,9 @@ make_scratch_disks() {
 	mkdir -p "$DISKS"
 	truncate -s "${STICK_SIZE_MB}M" "$DISKS/stick.img"
 	truncate -s "${FAST_SIZE_MB}M" "$DISKS/fast.img"
+	# The guest reads a private copy: bash reads scripts as it runs them,
+	# so an edit to scenarios/ during a run must not reach a running guest.
+	cp -a "$LAB_ROOT/scenarios" "$DISKS/lab"
 }
 
 boot_guest() {
@@ -142,7 +146,7 @@ boot_guest() {
 		-device "virtio-blk-pci,drive=stick,serial=lab-stick,queue-size=$STICK_QUEUE_SIZE,addr=0x5"
 		-drive "file=$DISKS/fast.img,if=none,id=fast,format=raw,cache=unsafe"
 		-device virtio-blk-pci,drive=fast,serial=lab-fast,addr=0x6
-		-fsdev "local,id=lab,path=$LAB_ROOT/scenarios,security_model=none,readonly=on"
+		-fsdev "local,id=lab,path=$DISKS/lab,security_model=none,readonly=on"
 		-device virtio-9p-pci,fsdev=lab,mount_tag=lab,addr=0x7
 		-fsdev "local,id=results,path=$RUN,security_model=none"
 		-device virtio-9p-pci,fsdev=results,mount_tag=results,addr=0x8

@@ -15,7 +15,7 @@ shell_scripts() {
 
 log "shellcheck"
 mapfile -t scripts < <(shell_scripts)
-shellcheck -x "${scripts[@]}"
+shellcheck -S warning -x "${scripts[@]}"
 
 log "guest C tools build with -Wall -Wextra -Werror"
 TOOLS_OUT=$LAB_ROOT/build/tools

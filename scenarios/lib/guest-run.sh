@@ -69,16 +69,21 @@ apply_sysctls() {
 	done
 }
 
+# By serial, never by vdX: probe order is not an interface.  Read from
+# sysfs so the agent need not wait for udev's by-id links.
 disk_by_serial() {
-	local dev=/dev/disk/by-id/virtio-$1
-	[ -b "$dev" ] || die "disk with serial $1 not found (is it attached?)"
-	readlink -f "$dev"
+	local f
+	for f in /sys/block/*/serial; do
+		[ "$(cat "$f")" = "$1" ] && { echo "/dev/$(basename "$(dirname "$f")")"; return; }
+	done
+	die "disk with serial $1 not found (is it attached?)"
 }
 
 # A deep queue keeps many folios under writeback at once, which is what
 # fills the dirtier's inactive list with PG_writeback folios.
 tune_queue() {
-	local q=/sys/block/$(basename "$1")/queue
+	local q
+	q=/sys/block/$(basename "$1")/queue
 	echo none >"$q/scheduler" 2>/dev/null || true
 	# The block layer may refuse the hardware maximum (it must also fit
 	# the device's segment limits): take the largest size it accepts.
@@ -220,9 +225,8 @@ shape_dirty_neighbour() {
 	phase_end
 
 	phase_begin neighbour
-	READ_FILE=/mnt/fast/read.dat READ_FILE_MB=$READ_FILE_MB \
-		NEIGHBOUR_S=$NEIGHBOUR_S \
-		run_in_scope neighbour "$LAB/lib/neighbour.sh" "$OUT" \
+	export READ_FILE=/mnt/fast/read.dat READ_FILE_MB NEIGHBOUR_S
+	run_in_scope neighbour "$LAB/lib/neighbour.sh" "$OUT" \
 		"$PROBE_MB" "$PROBE_INTERVAL_MS" "$NEIGHBOUR_S"
 	wait_scope_exists neighbour
 	ls -d "$CGROOT/$SLICE"/*.scope >"$OUT/cgroups-seen.txt"
