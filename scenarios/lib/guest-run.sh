@@ -172,6 +172,25 @@ wait_scope_exists() {
 	die "$1.scope did not appear under $SLICE"
 }
 
+# fio writes its JSON report on SIGINT, but a writer blocked behind a
+# deep queue of a slow disk may take long to notice: wait a bounded time,
+# with a heartbeat, then kill it and say so.
+stop_dirtier() {
+	local i
+	systemctl kill --signal=SIGINT dirtier.scope 2>/dev/null || true
+	for i in $(seq 60); do
+		kill -0 "$dirtier_PID" 2>/dev/null || break
+		[ $((i % 10)) -eq 0 ] && say "waiting for the dirtier to stop ($i s)"
+		sleep 1
+	done
+	if kill -0 "$dirtier_PID" 2>/dev/null; then
+		say "dirtier ignored SIGINT for 60 s: killed, its fio report is lost"
+		systemctl kill --signal=SIGKILL dirtier.scope 2>/dev/null || true
+		echo "dirtier killed after 60 s" >>"$OUT/notes.txt"
+	fi
+	wait "$dirtier_PID" || true
+}
+
 # --- shapes -------------------------------------------------------------
 
 # A short end-to-end check of the whole lab: memcgs, sampler, fio on the
@@ -237,9 +256,7 @@ shape_dirty_neighbour() {
 	wait "$neighbour_PID" || die "neighbour failed"
 	phase_end
 
-	# fio writes its JSON report on SIGINT.
-	pkill -INT -f "fio.*fio-dirtier.json" || true
-	wait "$dirtier_PID" || true
+	stop_dirtier
 	stop_sampler
 }
 
