@@ -172,6 +172,14 @@ wait_scope_exists() {
 	die "$1.scope did not appear under $SLICE"
 }
 
+# The dirtier: fio's buffered writer on the stick, in dirtier.scope.
+start_dirtier() {
+	export DIRTY_FILE=/mnt/stick/dirty.dat DIRTY_FILE_MB DIRTY_RUNTIME_S
+	run_in_scope dirtier fio --output-format=json \
+		--output="$OUT/fio-dirtier.json" "$LAB/fio/dirtier.fio"
+	wait_scope_exists dirtier
+}
+
 # fio writes its JSON report on SIGINT, but a writer blocked behind a
 # deep queue of a slow disk may take long to notice: wait a bounded time,
 # with a heartbeat, then kill it and say so.
@@ -200,11 +208,7 @@ shape_smoke() {
 	set_slice_limits MemoryMax="${PARENT_MAX_MB}M"
 	start_sampler "$SLICE" "$SLICE/dirtier.scope"
 	phase_begin write
-	DIRTY_FILE=/mnt/stick/dirty.dat DIRTY_FILE_MB=$DIRTY_FILE_MB \
-		DIRTY_RUNTIME_S=$DIRTY_RUNTIME_S \
-		run_in_scope dirtier fio --output-format=json \
-		--output="$OUT/fio-dirtier.json" "$LAB/fio/dirtier.fio"
-	wait_scope_exists dirtier
+	start_dirtier
 	cat "$CGROOT/$SLICE/memory.max" >"$OUT/parent-memory.max"
 	ls -d "$CGROOT/$SLICE"/*.scope >"$OUT/cgroups-seen.txt"
 	wait "$dirtier_PID" || die "dirtier fio failed"
@@ -228,11 +232,7 @@ shape_dirty_neighbour() {
 	start_sampler / "$SLICE" "$SLICE/dirtier.scope" "$SLICE/neighbour.scope"
 
 	phase_begin ramp
-	DIRTY_FILE=/mnt/stick/dirty.dat DIRTY_FILE_MB=$DIRTY_FILE_MB \
-		DIRTY_RUNTIME_S=$DIRTY_RUNTIME_S \
-		run_in_scope dirtier fio --output-format=json \
-		--output="$OUT/fio-dirtier.json" "$LAB/fio/dirtier.fio"
-	wait_scope_exists dirtier
+	start_dirtier
 	local cg=$SLICE/dirtier.scope t=0 wb
 	while [ $t -lt "$RAMP_MAX_S" ]; do
 		sleep 5
