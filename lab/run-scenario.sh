@@ -13,6 +13,7 @@ ARMS="vanilla mglru"
 RESULTS=$(realpath -m "${MEMCG_LAB_RESULTS:-$LAB_ROOT/results}")
 HANG_S=${MEMCG_LAB_HANG_S:-180}
 # Console lines that make a run failed, whatever the scenario says.
+CLEAN_SHUTDOWN='reboot: (Restarting system|Power down)'
 KERNEL_TROUBLE='Kernel panic|BUG: |Oops|WARNING: |general protection fault|soft lockup|blocked for more than|Call Trace:'
 
 list_scenarios() {
@@ -142,7 +143,7 @@ boot_guest() {
 		-kernel "$KBUILD/arch/x86/boot/bzImage" -append "$cmdline"
 		-drive "file=$IMAGE,if=none,id=root,format=raw,snapshot=on"
 		-device virtio-blk-pci,drive=root,serial=lab-root,addr=0x4
-		-drive "file=$DISKS/stick.img,if=none,id=stick,format=raw,cache=none,aio=threads,throttling.bps-write=$STICK_WRITE_BPS"
+		-drive "file=$DISKS/stick.img,if=none,id=stick,format=raw,cache=none,aio=threads"
 		-device "virtio-blk-pci,drive=stick,serial=lab-stick,queue-size=$STICK_QUEUE_SIZE,addr=0x5"
 		-drive "file=$DISKS/fast.img,if=none,id=fast,format=raw,cache=unsafe"
 		-device virtio-blk-pci,drive=fast,serial=lab-fast,addr=0x6
@@ -157,15 +158,39 @@ boot_guest() {
 	QEMU_PID=$!
 }
 
+# The guest asks for the stick's throttle with a console line
+# "stick: throttle on|off" and waits until stick-throttle.state in the
+# results share answers "on|off N" for its Nth request.  Every change is
+# logged with the host's clock in stick-throttle.log.
+answer_throttle_requests() {
+	local requests n state bps
+	requests=$(grep -aoE 'stick: throttle (on|off)' "$RUN/console.log" || true)
+	n=$(printf '%s' "$requests" | grep -c . || true)
+	while [ "$THROTTLE_ANSWERED" -lt "$n" ]; do
+		THROTTLE_ANSWERED=$((THROTTLE_ANSWERED + 1))
+		state=$(printf '%s\n' "$requests" | sed -n "${THROTTLE_ANSWERED}p" | awk '{print $3}')
+		bps=0
+		[ "$state" = on ] && bps=$STICK_WRITE_BPS
+		if "$LAB_ROOT/lab/qmp-throttle.py" "$QMP" stick "$bps"; then
+			echo "$(date -u +%FT%T.%N) request $THROTTLE_ANSWERED: $state bps_wr=$bps" >>"$RUN/stick-throttle.log"
+			echo "$state $THROTTLE_ANSWERED" >"$RUN/stick-throttle.state"
+		else
+			log "could not set the stick throttle to $bps B/s (request $THROTTLE_ANSWERED)"
+			echo "failed $THROTTLE_ANSWERED" >"$RUN/stick-throttle.state"
+		fi
+	done
+}
+
 # Watches the console until QEMU exits: shows the scenario's progress
-# lines, lifts the stick throttle when the guest says "drain", and kills
-# the guest on the hard timeout or when the console stays silent.
+# lines, answers throttle requests, and kills the guest on the hard
+# timeout or when the console stays silent.
 watch_guest() {
-	local start now last_size=0 size last_change shown=0 unthrottled=no
+	local start now last_size=0 size last_change shown=0
 	start=$(date +%s)
 	last_change=$start
 	BOOT_TO_SCENARIO_S=
 	FAILURE=
+	THROTTLE_ANSWERED=0
 	while kill -0 "$QEMU_PID" 2>/dev/null; do
 		sleep 0.5
 		now=$(date +%s)
@@ -179,11 +204,7 @@ watch_guest() {
 			grep -a 'memcg-lab' "$RUN/console.log" | tail -n +$((shown + 1)) |
 				sed 's/^/  guest| /' >&2 || true
 			shown=$(grep -ac 'memcg-lab' "$RUN/console.log" || true)
-			if [ $unthrottled = no ] && grep -q 'measurement done: drain' "$RUN/console.log"; then
-				"$LAB_ROOT/lab/qmp-unthrottle.py" "$QMP" stick ||
-					log "could not lift the stick throttle; shutdown will be slow"
-				unthrottled=yes
-			fi
+			answer_throttle_requests
 		fi
 		if [ $((now - start)) -ge "$TIMEOUT_S" ]; then
 			FAILURE="hard timeout after $TIMEOUT_S s"
@@ -209,8 +230,10 @@ classify_run() {
 	if [ -z "$FAILURE" ] && [ "$guest_rc" != 0 ]; then
 		FAILURE="scenario exit status $guest_rc in the guest"
 	fi
-	if [ -z "$FAILURE" ] && ! grep -q 'reboot: Power down' "$RUN/console.log"; then
-		FAILURE="guest did not power off cleanly"
+	# The lab kernel has no ACPI: a clean shutdown is a reboot that
+	# QEMU's -no-reboot turns into an exit.
+	if [ -z "$FAILURE" ] && ! grep -qE "$CLEAN_SHUTDOWN" "$RUN/console.log"; then
+		FAILURE="guest did not shut down cleanly"
 	fi
 	{
 		echo "result=$([ -z "$FAILURE" ] && echo ok || echo failed)"

@@ -3,7 +3,11 @@
 A run folder is what lab/run-scenario.sh leaves under
 results/<scenario>/<timestamp>-<arm>/.  samples.csv is the sampler's long
 format (time_s, cgroup, key, value); phases.csv has no header and one
-"name,start_s,end_s" row per phase, on the sampler's clock.
+"name,start_s,end_s" row per phase, on the sampler's clock;
+params-resolved.env holds the scenario's parameters as the guest resolved
+them.  A scenario states its precondition there: PRECONDITION_WRITEBACK_SHARE
+is the least share of the dirtier's file LRU that must be under writeback
+during the measured phase (no such parameter: no precondition).
 """
 import csv
 import json
@@ -13,7 +17,6 @@ import os
 SLICE = "lab.slice"
 DIRTIER = "lab.slice/dirtier.scope"
 NEIGHBOUR = "lab.slice/neighbour.scope"
-PRECONDITION_SHARE = 0.80
 
 # (cgroup, key) counters whose increase over the measured phase is the
 # cost; "-" is the system-wide /proc/vmstat.
@@ -130,6 +133,32 @@ def writeback_shares(series, cgroup, start, end):
     return of_lru, of_inactive
 
 
+def load_parameters(path):
+    """The guest's resolved parameters as strings ({} without the file)."""
+    params = {}
+    if not os.path.exists(path):
+        return params
+    with open(path) as f:
+        for line in f:
+            name, sep, value = line.rstrip("\n").partition("=")
+            if sep:
+                params[name] = value.strip("'")
+    return params
+
+
+def precondition_threshold(params):
+    raw = params.get("PRECONDITION_WRITEBACK_SHARE")
+    if raw is None:
+        return None
+    try:
+        share = float(raw)
+    except ValueError:
+        raise RunError(f"PRECONDITION_WRITEBACK_SHARE={raw!r} is not a number") from None
+    if not 0 < share <= 1:
+        raise RunError(f"PRECONDITION_WRITEBACK_SHARE={raw} is not in (0, 1]")
+    return share
+
+
 def percentile(values, q):
     """Linear-interpolated percentile, q in [0, 100]."""
     if not values:
@@ -158,17 +187,20 @@ def summarise(run_dir):
         if points is not None:
             summary["counters"][f"{cgroup}:{key}"] = delta(points, start, end)
 
+    threshold = precondition_threshold(
+        load_parameters(os.path.join(run_dir, "params-resolved.env")))
     of_lru, of_inactive = writeback_shares(series, DIRTIER, start, end)
-    pre = {"threshold": PRECONDITION_SHARE, "samples": len(of_lru)}
+    pre = {"threshold": threshold, "samples": len(of_lru), "met": None}
     if of_lru:
         pre.update({
             "writeback_of_file_lru_median": percentile(of_lru, 50),
             "writeback_of_file_lru_min": min(of_lru),
             "writeback_of_inactive_median": percentile(of_inactive, 50),
         })
-        pre["met"] = pre["writeback_of_file_lru_median"] >= PRECONDITION_SHARE
-    else:
-        pre["met"] = None  # this scenario has no dirtier memcg
+    if threshold is not None:
+        # A scenario that states a precondition and recorded no dirtier
+        # samples has not met it.
+        pre["met"] = bool(of_lru) and pre["writeback_of_file_lru_median"] >= threshold
     summary["precondition"] = pre
 
     scanned = summary["counters"].get(f"{SLICE}:memory.stat.pgscan")
@@ -186,8 +218,10 @@ def summarise(run_dir):
 def format_summary(s):
     lines = [f"run {s['run']}", f"measured phase: {s['phase']} ({s['phase_s']} s)"]
     pre = s["precondition"]
-    if pre["met"] is None:
-        lines.append("precondition: not applicable (no dirtier memcg)")
+    if pre["threshold"] is None:
+        lines.append("precondition: none stated by the scenario")
+    elif not pre["samples"]:
+        lines.append("precondition: NOT MET (no dirtier samples in the measured phase)")
     else:
         lines.append(
             "precondition (dirtier file_writeback / file LRU >= "

@@ -124,6 +124,20 @@ prepare_fast() {
 	make_fs "$FAST_DEV" ext4 /mnt/fast
 }
 
+# The host owns the stick's QEMU throttle: ask on the console, wait for
+# its answer in the results share (see lab/run-scenario.sh).
+THROTTLE_REQUESTS=0
+stick_throttle() {
+	local want=$1 i
+	THROTTLE_REQUESTS=$((THROTTLE_REQUESTS + 1))
+	say "stick: throttle $want"
+	for i in $(seq 100); do
+		[ "$(cat "$OUT/stick-throttle.state" 2>/dev/null)" = "$want $THROTTLE_REQUESTS" ] && return 0
+		sleep 0.1
+	done
+	die "the host did not answer stick throttle request $THROTTLE_REQUESTS ($want) in 10 s"
+}
+
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
 set_slice_limits() {
@@ -172,6 +186,11 @@ wait_scope_exists() {
 	die "$1.scope did not appear under $SLICE"
 }
 
+lay_out_file() {
+	dd if=/dev/zero of="$1" bs=1M count="$2" oflag=direct status=none ||
+		die "cannot lay out $2M in $1"
+}
+
 # The dirtier: fio's buffered writer on the stick, in dirtier.scope.
 start_dirtier() {
 	export DIRTY_FILE=/mnt/stick/dirty.dat DIRTY_FILE_MB DIRTY_RUNTIME_S
@@ -205,7 +224,10 @@ stop_dirtier() {
 # throttled stick.
 shape_smoke() {
 	prepare_stick
+	lay_out_file /mnt/stick/dirty.dat "$DIRTY_FILE_MB"
+	drop_caches
 	set_slice_limits MemoryMax="${PARENT_MAX_MB}M"
+	stick_throttle on
 	start_sampler "$SLICE" "$SLICE/dirtier.scope"
 	phase_begin write
 	start_dirtier
@@ -224,10 +246,16 @@ shape_dirty_neighbour() {
 	prepare_stick
 	prepare_fast
 	say "laying out the neighbour's ${READ_FILE_MB}M read file"
-	fio --name=layout --filename=/mnt/fast/read.dat --rw=write --bs=1M \
-		--size="${READ_FILE_MB}M" --direct=1 --output=/dev/null
+	lay_out_file /mnt/fast/read.dat "$READ_FILE_MB"
+	# The dirtier overwrites a file laid out beforehand at full speed: a
+	# new file on vfat would make fio extend it, and fat_cont_expand()
+	# zero-fills the whole size inside one write, behind the throttle,
+	# where only SIGKILL reaches it.
+	say "laying out the dirtier's ${DIRTY_FILE_MB}M file on the unthrottled stick"
+	lay_out_file /mnt/stick/dirty.dat "$DIRTY_FILE_MB"
 	apply_sysctls
 	drop_caches
+	stick_throttle on
 	set_slice_limits MemoryMax="${PARENT_MAX_MB}M"
 	start_sampler / "$SLICE" "$SLICE/dirtier.scope" "$SLICE/neighbour.scope"
 
@@ -263,9 +291,10 @@ shape_dirty_neighbour() {
 finish_run() {
 	cp /proc/vmstat "$OUT/vmstat-end.txt"
 	cp /proc/meminfo "$OUT/meminfo-end.txt"
-	# Tell the host to lift the stick's throttle so that writeback drains
-	# and the clean shutdown does not wait minutes for a 4 MB/s disk.
+	# Writeback drains at full speed: the clean shutdown must not wait
+	# minutes for a 4 MB/s disk.
 	say "measurement done: drain"
+	stick_throttle off
 	phase_begin drain
 	sync
 	phase_end

@@ -9,7 +9,8 @@ DIRTIER = run.DIRTIER
 NEIGHBOUR = run.NEIGHBOUR
 
 
-def write_run(path, samples, phases):
+def write_run(path, samples, phases, params="PRECONDITION_WRITEBACK_SHARE=0.80\n"):
+    (path / "params-resolved.env").write_text(params)
     lines = ["time_s,cgroup,key,value"]
     lines += [f"{t},{cg},{k},{v}" for t, cg, k, v in samples]
     (path / "samples.csv").write_text("\n".join(lines) + "\n")
@@ -50,6 +51,29 @@ def test_precondition_not_met_is_reported(tmp_path):
     write_run(tmp_path, dirtier_lru(1, 100, 100, 20) + dirtier_lru(2, 100, 100, 30),
               [("neighbour", 1, 2)])
     assert run.summarise(tmp_path)["precondition"]["met"] is False
+
+
+def test_no_stated_precondition_is_not_judged(tmp_path):
+    write_run(tmp_path, dirtier_lru(1, 100, 100, 20) + dirtier_lru(2, 100, 100, 30),
+              [("write", 1, 2)], params="SHAPE=smoke\n")
+    s = run.summarise(tmp_path)
+    assert s["precondition"]["met"] is None
+    assert "none stated" in run.format_summary(s)
+
+
+def test_stated_precondition_without_dirtier_samples_is_not_met(tmp_path):
+    write_run(tmp_path, [(1, NEIGHBOUR, "memory.stat.pgscan", 0),
+                         (2, NEIGHBOUR, "memory.stat.pgscan", 5)], [("neighbour", 1, 2)])
+    s = run.summarise(tmp_path)
+    assert s["precondition"]["met"] is False
+    assert "NOT MET" in run.format_summary(s)
+
+
+def test_bad_precondition_parameter_is_an_error(tmp_path):
+    write_run(tmp_path, dirtier_lru(1, 1, 1, 1), [("neighbour", 1, 2)],
+              params="PRECONDITION_WRITEBACK_SHARE=lots\n")
+    with pytest.raises(run.RunError, match="not a number"):
+        run.summarise(tmp_path)
 
 
 def test_percentile_interpolates():

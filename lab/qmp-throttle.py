@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Lift QEMU's I/O throttle on one drive through the QMP socket.
+"""Set QEMU's write throttle on one drive through the QMP socket.
 
-    qmp-unthrottle.py SOCKET DRIVE
+    qmp-throttle.py SOCKET DRIVE BPS_WRITE      (0 lifts the throttle)
 
-The lab throttles the "USB stick" only while a scenario measures; lifting
-it afterwards lets writeback drain in seconds so the guest shuts down
-cleanly instead of waiting minutes on a 4 MB/s disk.
+The "USB stick" boots unthrottled and the guest asks for the throttle
+only while it measures: laying out files at full speed first and
+draining writeback at full speed afterwards turns minutes on a 4 MB/s
+disk into seconds.
 """
 import json
 import socket
@@ -28,18 +29,23 @@ def qmp_command(sock_file, execute, arguments=None):
 
 
 def main():
-    if len(sys.argv) != 3:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+    usage = __doc__.strip().splitlines()[2].strip()
+    if len(sys.argv) != 4:
+        print("usage: " + usage, file=sys.stderr)
         return 2
-    path, drive = sys.argv[1:]
+    path, drive, bps = sys.argv[1:]
+    if not bps.isdigit():
+        print(f"qmp-throttle: BPS_WRITE must be a byte count, got {bps!r}",
+              file=sys.stderr)
+        return 2
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(10)
         s.connect(path)
         f = s.makefile("rw")
         json.loads(f.readline())  # greeting
         qmp_command(f, "qmp_capabilities")
-        limits = {k: 0 for k in ("bps", "bps_rd", "bps_wr",
-                                 "iops", "iops_rd", "iops_wr")}
+        limits = {k: 0 for k in ("bps", "bps_rd", "iops", "iops_rd", "iops_wr")}
+        limits["bps_wr"] = int(bps)
         qmp_command(f, "block_set_io_throttle", {"device": drive, **limits})
     return 0
 
