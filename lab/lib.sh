@@ -17,8 +17,11 @@ content_hash() {
 		[ -e "$f" ] || die "missing input for hash: $f"
 		printf '%s\0' "${f#"$LAB_ROOT"/}"
 		if [ -d "$f" ]; then
+			# Symlinks count by their target: masked units are
+			# links to /dev/null.
 			(cd "$f" && find . -type f -print0 | LC_ALL=C sort -z |
-				xargs -0 -r sha256sum)
+				xargs -0 -r sha256sum &&
+				find . -type l -printf '%p -> %l\n' | LC_ALL=C sort)
 		else
 			sha256sum <"$f"
 		fi

@@ -37,6 +37,10 @@ COUNTERS = [
     (SLICE, "memory.stat.pgsteal"),
     (SLICE, "memory.events.max"),
     (SLICE, "memory.events.oom_kill"),
+    # pgscan_file/pgsteal_file count every reclaim; the _direct/_kswapd
+    # pairs and pgrefill only global reclaim, not memcg limit reclaim.
+    ("-", "vmstat.pgscan_file"),
+    ("-", "vmstat.pgsteal_file"),
     ("-", "vmstat.pgscan_direct"),
     ("-", "vmstat.pgscan_kswapd"),
     ("-", "vmstat.pgsteal_direct"),
