@@ -12,7 +12,7 @@ SCENARIOS := $(sort $(basename $(notdir $(wildcard scenarios/*.scenario))))
 help:
 	@echo "memcg-lab: LRU_IMMEDIATE experiments on Debian's 6.1 kernel in QEMU"
 	@echo
-	@echo "  make scenario NAME=<scenario> [ARM=vanilla|mglru] [SET=\"VAR=value ...\"]"
+	@echo "  make scenario NAME=<scenario> [ARM=vanilla|mglru] [SET=\"VAR=value ...\"] [DEBUG=1]"
 	@echo "                     set up what is missing, boot, run, summarise"
 	@echo "  make test          the project's tests (static checks, host unit tests,"
 	@echo "                     one real boot of the smoke scenario)"
@@ -37,7 +37,7 @@ tools:
 	$(MAKE) -C guest-rootfs/tools O=$(CURDIR)/build/tools
 
 scenario:
-	SET='$(SET)' MEMCG_LAB_RESULTS='$(RESULTS)' lab/run-scenario.sh '$(NAME)' '$(ARM)'
+	SET='$(SET)' MEMCG_LAB_RESULTS='$(RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' lab/run-scenario.sh '$(NAME)' '$(ARM)'
 
 test: deps
 	tests/run-tests.sh all

@@ -6,6 +6,7 @@
 #   env SET="VAR=value ..."           override scenario defaults
 #   env MEMCG_LAB_RESULTS=dir         results root (default: ./results)
 #   env MEMCG_LAB_ACCEL=tcg|kvm       skip the KVM probe
+#   env MEMCG_LAB_DEBUG=1             boot the debug kernel (DEBUG_VM, lockdep, ...)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -105,6 +106,7 @@ record_host_provenance() {
 		echo "rootfs_image=$(basename "$IMAGE")"
 		echo "qemu=$(qemu-system-x86_64 --version | head -n 1)"
 		echo "accel=$ACCEL"
+		echo "kernel_flavour=$(basename "$KBUILD" | sed s/^kbuild-//)"
 		echo "host=$(uname -r) $(nproc) cpus"
 		echo "scenario=$NAME"
 		echo "arm=$ARM"
@@ -239,6 +241,7 @@ classify_run() {
 		echo "result=$([ -z "$FAILURE" ] && echo ok || echo failed)"
 		echo "reason=${FAILURE:-}"
 		echo "accel=$ACCEL"
+		echo "kernel_flavour=$(basename "$KBUILD" | sed s/^kbuild-//)"
 		echo "boot_to_scenario_s=${BOOT_TO_SCENARIO_S:-}"
 		echo "elapsed_s=$ELAPSED_S"
 		echo "kernel_trouble=$(echo "$trouble" | head -n 1)"
@@ -250,7 +253,14 @@ ARM=${2:-vanilla}
 check_arguments
 "$LAB_ROOT/lab/install-deps.sh"
 load_host_parameters
-KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" | tail -n 1)
+if [ -n "${MEMCG_LAB_DEBUG:-}" ]; then
+	# The debug flavour (lab/kernel/debug.config); its page poisoning
+	# is off unless asked for on the command line.
+	KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" --debug | tail -n 1)
+	KERNEL_CMDLINE_EXTRA="debug_pagealloc=on ${KERNEL_CMDLINE_EXTRA:-}"
+else
+	KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" | tail -n 1)
+fi
 IMAGE=$("$LAB_ROOT/guest-rootfs/build-rootfs.sh" | tail -n 1)
 choose_accelerator
 claim_run_folder
