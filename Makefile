@@ -5,15 +5,22 @@ ARM ?= vanilla
 SET ?=
 DEBUG ?=
 RESULTS ?= results
+ARMS ?= vanilla mglru
+RUNS ?= 5
 SCENARIOS := $(sort $(basename $(notdir $(wildcard scenarios/*.scenario))))
+# `make matrix SCENARIOS="a b"` overrides the list of all scenarios.
+SCENARIOS_RUN = $(if $(filter command line,$(origin SCENARIOS)),$(SCENARIOS),$(filter-out smoke,$(SCENARIOS)))
 
 .DEFAULT_GOAL := help
 
 help:
 	@echo "memcg-lab: LRU_IMMEDIATE experiments on Debian's 6.1 kernel in QEMU"
 	@echo
-	@echo "  make scenario NAME=<scenario> [ARM=vanilla|mglru] [SET=\"VAR=value ...\"] [DEBUG=1]"
+	@echo "  make scenario NAME=<scenario> [ARM=vanilla|mglru|keep|activate|immediate] [SET=\"VAR=value ...\"] [DEBUG=1]"
 	@echo "                     set up what is missing, boot, run, summarise"
+	@echo "  make matrix [SCENARIOS=\"a b\"] [ARMS=\"vanilla mglru\"] [RUNS=5]"
+	@echo "                     every combination, shuffled, one boot each, resumable"
+	@echo "  make matrix-jobs ...   the same as a GNU parallel job list (stdout)"
 	@echo "  make test          the project's tests (static checks, host unit tests,"
 	@echo "                     one real boot of the smoke scenario)"
 	@echo "  make test-unit     host-side tests only (no kernel build, no boot)"
@@ -39,10 +46,16 @@ tools:
 scenario:
 	SET='$(SET)' MEMCG_LAB_RESULTS='$(RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' lab/run-scenario.sh '$(NAME)' '$(ARM)'
 
+matrix:
+	SET='$(SET)' MEMCG_LAB_RESULTS='$(RESULTS)' lab/matrix.sh run '$(SCENARIOS_RUN)' '$(ARMS)' '$(RUNS)'
+
+matrix-jobs:
+	@SET='$(SET)' MEMCG_LAB_RESULTS='$(RESULTS)' lab/matrix.sh jobs '$(SCENARIOS_RUN)' '$(ARMS)' '$(RUNS)'
+
 test: deps
 	tests/run-tests.sh all
 
 test-unit: deps
 	tests/run-tests.sh unit
 
-.PHONY: help deps kernel rootfs tools scenario test test-unit
+.PHONY: help deps kernel rootfs tools scenario matrix matrix-jobs test test-unit

@@ -2,7 +2,8 @@
 # The front door behind `make scenario`: set up what is missing, boot the
 # lab kernel in QEMU on the scenario, collect results, print a summary.
 #
-#   run-scenario.sh NAME [ARM]        ARM: vanilla (default) | mglru
+#   run-scenario.sh --check NAME [ARM]  validate the names only
+#   run-scenario.sh NAME [ARM]        ARM: vanilla (default) | mglru | keep | activate | immediate
 #   env SET="VAR=value ..."           override scenario defaults
 #   env MEMCG_LAB_RESULTS=dir         results root (default: ./results)
 #   env MEMCG_LAB_ACCEL=tcg|kvm       skip the KVM probe
@@ -10,7 +11,9 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-ARMS="vanilla mglru"
+# keep, activate and immediate need the patch series (the guest says so
+# if the kernel lacks it).
+ARMS="vanilla mglru keep activate immediate"
 RESULTS=$(realpath -m "${MEMCG_LAB_RESULTS:-$LAB_ROOT/results}")
 HANG_S=${MEMCG_LAB_HANG_S:-180}
 # Console lines that make a run failed, whatever the scenario says.
@@ -47,6 +50,8 @@ load_host_parameters() {
 		export "${kv?}"
 	done
 	MEM_MB=0
+	# Lets a scenario build on another (dirty-neighbour-ext4).
+	SCENARIO_DIR=$LAB_ROOT/scenarios
 	# shellcheck disable=SC1090
 	. "$LAB_ROOT/scenarios/$NAME.scenario"
 }
@@ -248,34 +253,44 @@ classify_run() {
 	} >"$RUN/status.txt"
 }
 
-NAME=${1:-}
-ARM=${2:-vanilla}
-check_arguments
-"$LAB_ROOT/lab/install-deps.sh"
-load_host_parameters
-if [ -n "${MEMCG_LAB_DEBUG:-}" ]; then
-	# The debug flavour (lab/kernel/debug.config); its page poisoning
-	# is off unless asked for on the command line.
-	KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" --debug | tail -n 1)
-	KERNEL_CMDLINE_EXTRA="debug_pagealloc=on ${KERNEL_CMDLINE_EXTRA:-}"
-else
-	KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" | tail -n 1)
-fi
-IMAGE=$("$LAB_ROOT/guest-rootfs/build-rootfs.sh" | tail -n 1)
-choose_accelerator
-claim_run_folder
-log "run folder: $RUN"
-record_host_provenance
-make_scratch_disks
-trap 'rm -rf "$DISKS"' EXIT
-log "booting $NAME ($ARM, ${GUEST_MEM_MB}M guest, stick ${STICK_WRITE_BPS} B/s write, timeout ${TIMEOUT_S}s)"
-boot_guest
-watch_guest
-classify_run
-/usr/bin/python3 "$LAB_ROOT/analysis/run_summary.py" "$RUN" >&2 || true
-if [ -n "$FAILURE" ]; then
-	log "FAILED: $FAILURE"
-	log "console: $RUN/console.log"
-	exit 1
-fi
-log "ok: $NAME/$ARM in ${ELAPSED_S}s (boot to scenario ${BOOT_TO_SCENARIO_S:-?}s); results: $RUN"
+# One function, called on the last line: bash reads a script as it runs
+# it, and a long run must not execute an edit made to this file meanwhile.
+main() {
+	local check_only=no
+	[ "${1:-}" = --check ] && { check_only=yes; shift; }
+	NAME=${1:-}
+	ARM=${2:-vanilla}
+	check_arguments
+	[ $check_only = yes ] && return 0
+	"$LAB_ROOT/lab/install-deps.sh"
+	load_host_parameters
+	if [ -n "${MEMCG_LAB_DEBUG:-}" ]; then
+		# The debug flavour (lab/kernel/debug.config); its page poisoning
+		# is off unless asked for on the command line.
+		KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" --debug | tail -n 1)
+		KERNEL_CMDLINE_EXTRA="debug_pagealloc=on ${KERNEL_CMDLINE_EXTRA:-}"
+	else
+		KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" | tail -n 1)
+	fi
+	IMAGE=$("$LAB_ROOT/guest-rootfs/build-rootfs.sh" | tail -n 1)
+	choose_accelerator
+	claim_run_folder
+	log "run folder: $RUN"
+	record_host_provenance
+	make_scratch_disks
+	trap 'rm -rf "$DISKS"' EXIT
+	log "booting $NAME ($ARM, ${GUEST_MEM_MB}M guest, stick ${STICK_WRITE_BPS} B/s write, timeout ${TIMEOUT_S}s)"
+	boot_guest
+	watch_guest
+	classify_run
+	/usr/bin/python3 "$LAB_ROOT/analysis/run_summary.py" "$RUN" >&2 || true
+	if [ -n "$FAILURE" ]; then
+		log "FAILED: $FAILURE"
+		log "console: $RUN/console.log"
+		exit 1
+	fi
+	log "ok: $NAME/$ARM in ${ELAPSED_S}s (boot to scenario ${BOOT_TO_SCENARIO_S:-?}s); results: $RUN"
+}
+
+main "$@"
+exit

@@ -186,8 +186,14 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/*
+	 * SA_RESTART: a stop request must not fail the write in progress
+	 * (EINTR on a pipe or 9p file would be reported as an output error);
+	 * clock_nanosleep() still returns EINTR, so the loop sees "stop".
+	 */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 

@@ -11,7 +11,8 @@ LAB=/lab
 OUT=/results
 SCENARIO=$1
 ARM=$2
-SLICE=lab.slice
+# Set by choose_cgroup_mode: the hierarchy the guest booted with decides.
+SLICE=
 CGROOT=/sys/fs/cgroup
 
 say() { echo "memcg-lab: [$(uptime_s)] $*"; }
@@ -46,6 +47,7 @@ resolve_parameters() {
 	# only assign defaults with ${VAR:=...}.
 	[ -f "$OUT/params.env" ] && . "$OUT/params.env"
 	[ -f "$LAB/$SCENARIO.scenario" ] || die "no scenario $SCENARIO"
+	SCENARIO_DIR=$LAB
 	. "$LAB/$SCENARIO.scenario"
 	: "${SHAPE:?scenario does not set SHAPE}"
 	declare -F "shape_${SHAPE//-/_}" >/dev/null || die "unknown SHAPE=$SHAPE"
@@ -53,13 +55,28 @@ resolve_parameters() {
 		>"$OUT/params-resolved.env"
 }
 
+# vanilla: whatever the kernel boots with (6.1 upstream behaviour, also
+# on a patched kernel); mglru: the multi-gen LRU; keep / activate /
+# immediate: the patch series' vm.reclaim_writeback_policy.
+WRITEBACK_POLICY=/proc/sys/vm/reclaim_writeback_policy
 apply_arm() {
 	case $ARM in
 	vanilla) ;;
-	mglru) echo y >/sys/kernel/mm/lru_gen/enabled ;;
+	mglru) echo y >/sys/kernel/mm/lru_gen/enabled ||
+		die "cannot enable MGLRU (/sys/kernel/mm/lru_gen/enabled)" ;;
+	keep | activate | immediate)
+		[ -f "$WRITEBACK_POLICY" ] ||
+			die "arm $ARM needs the lab's patch series: $WRITEBACK_POLICY is missing"
+		echo "$ARM" >"$WRITEBACK_POLICY" ||
+			die "the kernel refused $ARM in $WRITEBACK_POLICY (CONFIG_LRU_IMMEDIATE=n?)"
+		;;
 	*) die "arm $ARM is not known to this runner" ;;
 	esac
-	echo "$ARM" >"$OUT/arm.txt"
+	{
+		echo "arm=$ARM"
+		echo "lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
+		echo "reclaim_writeback_policy=$(cat "$WRITEBACK_POLICY" 2>/dev/null || echo absent)"
+	} >"$OUT/arm.txt"
 }
 
 apply_sysctls() {
@@ -140,13 +157,55 @@ stick_throttle() {
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
-set_slice_limits() {
-	systemctl set-property --runtime "$SLICE" "$@" ||
-		die "systemctl set-property $SLICE $* failed"
+# cgroup v2 (the default): systemd's lab.slice with transient scopes.
+# cgroup v1 (booted with systemd.unified_cgroup_hierarchy=0): memcgs made
+# with cgroup-tools under the memory controller's own mount.  Shapes only
+# use the functions below, so one shape runs on both.
+choose_cgroup_mode() {
+	if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
+		CGROUP_MODE=v2
+		CGROOT=/sys/fs/cgroup
+		SLICE=lab.slice
+		KEY_DIRTY=file_dirty
+		KEY_WRITEBACK=file_writeback
+	else
+		CGROUP_MODE=v1
+		CGROOT=/sys/fs/cgroup/memory
+		SLICE=memcg-lab
+		KEY_DIRTY=dirty
+		KEY_WRITEBACK=writeback
+		[ -d "$CGROOT" ] || die "cgroup v1 without a memory controller mount at $CGROOT"
+		cgcreate -g "memory:$SLICE" || die "cgcreate -g memory:$SLICE failed"
+	fi
+	echo "cgroup_mode=$CGROUP_MODE parent=$SLICE" >>"$OUT/guest-state.txt"
+}
+
+# The cgroup path (relative to CGROOT) of member NAME of the lab parent.
+cg_of() {
+	if [ "$CGROUP_MODE" = v2 ]; then
+		echo "$SLICE/$1.scope"
+	else
+		echo "$SLICE/$1"
+	fi
+}
+
+# MemoryMax of the parent, in MiB.
+set_parent_limit() {
+	if [ "$CGROUP_MODE" = v2 ]; then
+		systemctl set-property --runtime "$SLICE" MemoryMax="$1M" ||
+			die "systemctl set-property $SLICE MemoryMax=$1M failed"
+	else
+		cgset -r memory.limit_in_bytes="$1M" "$SLICE" ||
+			die "cgset memory.limit_in_bytes=$1M $SLICE failed"
+	fi
+}
+
+list_members() {
+	find "$CGROOT/$SLICE" -mindepth 1 -maxdepth 1 -type d | sort
 }
 
 start_sampler() {
-	lab-sampler -i "${SAMPLE_MS:-1000}" -o "$OUT/samples.csv" "$@" \
+	lab-sampler -i "${SAMPLE_MS:-1000}" -r "$CGROOT" -o "$OUT/samples.csv" "$@" \
 		2>>"$OUT/sampler.log" &
 	SAMPLER_PID=$!
 }
@@ -156,7 +215,12 @@ stop_sampler() {
 	wait "$SAMPLER_PID" || die "sampler failed: $(tail -n 3 "$OUT/sampler.log")"
 }
 
-memcg_stat() { awk -v k="$2" '$1 == k {print $2}' "$CGROOT/$1/memory.stat" 2>/dev/null; }
+# $2 may be written with the v2 names file_dirty / file_writeback.
+memcg_stat() {
+	local key=$2
+	case $key in file_dirty) key=$KEY_DIRTY ;; file_writeback) key=$KEY_WRITEBACK ;; esac
+	awk -v k="$key" '$1 == k {print $2}' "$CGROOT/$1/memory.stat" 2>/dev/null
+}
 
 # A heartbeat on the console: progress for the user, and proof of life for
 # the host's hang detector.
@@ -168,22 +232,84 @@ heartbeat() {
 		"file_writeback=$(( $(memcg_stat "$cg" file_writeback || echo 0) / mb ))M"
 }
 
-# Runs a command in a transient scope under the lab slice, in the
-# background; its systemd unit is NAME.scope.
+# Runs a command in the background in member NAME of the lab parent: a
+# transient scope NAME.scope (v2) or a memcg made with cgcreate and
+# entered with cgexec (v1).  The only property is MemoryMax=<size>, given
+# before "--".
+declare -A SCOPE_PID
 run_in_scope() {
-	local name=$1
+	local name=$1 max=
 	shift
-	systemd-run --quiet --scope --collect --unit="$name" --slice="$SLICE" "$@" &
-	eval "${name//-/_}_PID=$!"
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		case $1 in
+		MemoryMax=*) max=${1#MemoryMax=} ;;
+		*) die "run_in_scope: unsupported property $1" ;;
+		esac
+		shift
+	done
+	[ "${1:-}" = -- ] && shift
+	if [ "$CGROUP_MODE" = v2 ]; then
+		systemd-run --quiet --scope --collect --unit="$name" --slice="$SLICE" \
+			${max:+-p MemoryMax="$max"} "$@" &
+	else
+		cgcreate -g "memory:$SLICE/$name" || die "cgcreate memory:$SLICE/$name failed"
+		if [ -n "$max" ]; then
+			cgset -r memory.limit_in_bytes="$max" "$SLICE/$name" ||
+				die "cgset memory.limit_in_bytes=$max $SLICE/$name failed"
+		fi
+		cgexec -g "memory:$SLICE/$name" "$@" &
+	fi
+	SCOPE_PID[$name]=$!
+	wait_member_exists "$name"
 }
 
-wait_scope_exists() {
+wait_member_exists() {
 	local i
 	for i in $(seq 50); do
-		[ -d "$CGROOT/$SLICE/$1.scope" ] && return 0
+		[ -d "$CGROOT/$(cg_of "$1")" ] && return 0
 		sleep 0.1
 	done
-	die "$1.scope did not appear under $SLICE"
+	die "$(cg_of "$1") did not appear under $CGROOT"
+}
+
+# Sends a signal to every process of member NAME.
+signal_member() {
+	if [ "$CGROUP_MODE" = v2 ]; then
+		systemctl kill --signal="$2" "$1.scope" 2>/dev/null || true
+	else
+		xargs -r kill -s "${2#SIG}" <"$CGROOT/$(cg_of "$1")/cgroup.procs" 2>/dev/null || true
+	fi
+}
+
+scope_running() { kill -0 "${SCOPE_PID[$1]}" 2>/dev/null; }
+
+# The dirtier NAME: fio's buffered writer overwriting FILE on the stick
+# (or JOB, another fio job file), in NAME.scope.
+start_dirtier() {
+	local name=$1 file=$2 job=${3:-dirtier.fio}
+	shift $(($# < 3 ? $# : 3))
+	run_in_scope "$name" "$@" -- env DIRTY_FILE="$file" \
+		DIRTY_FILE_MB="$DIRTY_FILE_MB" DIRTY_RUNTIME_S="$DIRTY_RUNTIME_S" \
+		fio --output-format=json --output="$OUT/fio-$name.json" "$LAB/fio/$job"
+}
+
+# fio writes its JSON report on SIGINT, but a writer blocked behind a
+# deep queue of a slow disk may take long to notice: wait a bounded time,
+# with a heartbeat, then kill it and say so.
+stop_scope() {
+	local name=$1 i
+	signal_member "$name" SIGINT
+	for i in $(seq 60); do
+		scope_running "$name" || break
+		[ $((i % 10)) -eq 0 ] && say "waiting for $name to stop ($i s)"
+		sleep 1
+	done
+	if scope_running "$name"; then
+		say "$name ignored SIGINT for 60 s: killed, its fio report is lost"
+		signal_member "$name" SIGKILL
+		echo "$name killed after 60 s" >>"$OUT/notes.txt"
+	fi
+	wait "${SCOPE_PID[$name]}" || true
 }
 
 lay_out_file() {
@@ -191,31 +317,65 @@ lay_out_file() {
 		die "cannot lay out $2M in $1"
 }
 
-# The dirtier: fio's buffered writer on the stick, in dirtier.scope.
-start_dirtier() {
-	export DIRTY_FILE=/mnt/stick/dirty.dat DIRTY_FILE_MB DIRTY_RUNTIME_S
-	run_in_scope dirtier fio --output-format=json \
-		--output="$OUT/fio-dirtier.json" "$LAB/fio/dirtier.fio"
-	wait_scope_exists dirtier
+# Files are laid out before the stick is throttled: a new file on vfat
+# would make fio extend it, and fat_cont_expand() zero-fills the whole
+# size inside one write, behind the throttle, where only SIGKILL reaches
+# fio.  Dirtiers then overwrite (no block allocation on the slow disk).
+prepare_disks() {
+	local nr_dirty_files=${1:-1} i
+	prepare_stick
+	prepare_fast
+	say "laying out the neighbour's ${READ_FILE_MB}M read file"
+	lay_out_file /mnt/fast/read.dat "$READ_FILE_MB"
+	for i in $(seq "$nr_dirty_files"); do
+		say "laying out dirty file $i of $nr_dirty_files (${DIRTY_FILE_MB}M) on the unthrottled stick"
+		lay_out_file "/mnt/stick/dirty-$i.dat" "$DIRTY_FILE_MB"
+	done
+	apply_sysctls
+	drop_caches
+	stick_throttle on
 }
 
-# fio writes its JSON report on SIGINT, but a writer blocked behind a
-# deep queue of a slow disk may take long to notice: wait a bounded time,
-# with a heartbeat, then kill it and say so.
-stop_dirtier() {
-	local i
-	systemctl kill --signal=SIGINT dirtier.scope 2>/dev/null || true
-	for i in $(seq 60); do
-		kill -0 "$dirtier_PID" 2>/dev/null || break
-		[ $((i % 10)) -eq 0 ] && say "waiting for the dirtier to stop ($i s)"
-		sleep 1
+# Sum of a memory.stat key over cgroups, in MiB.
+memcg_stat_mb() {
+	local key=$1 cg sum=0
+	shift
+	for cg in "$@"; do
+		sum=$((sum + $(memcg_stat "$cg" "$key" || echo 0)))
 	done
-	if kill -0 "$dirtier_PID" 2>/dev/null; then
-		say "dirtier ignored SIGINT for 60 s: killed, its fio report is lost"
-		systemctl kill --signal=SIGKILL dirtier.scope 2>/dev/null || true
-		echo "dirtier killed after 60 s" >>"$OUT/notes.txt"
-	fi
-	wait "$dirtier_PID" || true
+	echo $((sum >> 20))
+}
+
+# Until the dirtiers hold RAMP_WRITEBACK_MB under writeback, or
+# RAMP_MAX_S: the precondition is judged later, on the measured phase.
+ramp_until_writeback() {
+	local t=0
+	phase_begin ramp
+	while [ $t -lt "$RAMP_MAX_S" ]; do
+		sleep 5
+		t=$((t + 5))
+		heartbeat "$1"
+		[ "$(memcg_stat_mb file_writeback "$@")" -ge "$RAMP_WRITEBACK_MB" ] && break
+	done
+	phase_end
+}
+
+# The neighbour's phase: buffered reads on the fast disk and the fault
+# latency probe, in neighbour.scope; heartbeats show cgroup $1.
+run_neighbour_phase() {
+	local watch=$1
+	shift
+	phase_begin neighbour
+	run_in_scope neighbour "$@" -- env READ_FILE=/mnt/fast/read.dat \
+		READ_FILE_MB="$READ_FILE_MB" NEIGHBOUR_S="$NEIGHBOUR_S" \
+		"$LAB/lib/neighbour.sh" "$OUT" "$PROBE_MB" "$PROBE_INTERVAL_MS" "$NEIGHBOUR_S"
+	list_members >"$OUT/cgroups-seen.txt"
+	while scope_running neighbour; do
+		heartbeat "$watch"
+		sleep 5
+	done
+	wait "${SCOPE_PID[neighbour]}" || die "neighbour failed"
+	phase_end
 }
 
 # --- shapes -------------------------------------------------------------
@@ -224,67 +384,97 @@ stop_dirtier() {
 # throttled stick.
 shape_smoke() {
 	prepare_stick
-	lay_out_file /mnt/stick/dirty.dat "$DIRTY_FILE_MB"
+	lay_out_file /mnt/stick/dirty-1.dat "$DIRTY_FILE_MB"
 	drop_caches
-	set_slice_limits MemoryMax="${PARENT_MAX_MB}M"
+	set_parent_limit "$PARENT_MAX_MB"
 	stick_throttle on
-	start_sampler "$SLICE" "$SLICE/dirtier.scope"
+	start_sampler "$SLICE" "$(cg_of dirtier)"
 	phase_begin write
-	start_dirtier
+	start_dirtier dirtier /mnt/stick/dirty-1.dat
 	cat "$CGROOT/$SLICE/memory.max" >"$OUT/parent-memory.max"
-	ls -d "$CGROOT/$SLICE"/*.scope >"$OUT/cgroups-seen.txt"
-	wait "$dirtier_PID" || die "dirtier fio failed"
+	list_members >"$OUT/cgroups-seen.txt"
+	wait "${SCOPE_PID[dirtier]}" || die "dirtier fio failed"
 	heartbeat "$SLICE"
 	phase_end
 	stop_sampler
 }
 
-# KS2012's case: a dirtier and a neighbour share a parent memory.max; the
-# neighbour's allocations reclaim from a parent whose file LRU is mostly
-# the dirtier's pages under writeback.
+# One dirtier (or clean reader, with DIRTIER_JOB) and a neighbour under
+# the lab slice; the scenario's limits decide who reclaims: the parent
+# (PARENT_MAX_MB), the dirtier itself (DIRTIER_MAX_MB) or the whole
+# machine (neither).
 shape_dirty_neighbour() {
-	prepare_stick
-	prepare_fast
-	say "laying out the neighbour's ${READ_FILE_MB}M read file"
-	lay_out_file /mnt/fast/read.dat "$READ_FILE_MB"
-	# The dirtier overwrites a file laid out beforehand at full speed: a
-	# new file on vfat would make fio extend it, and fat_cont_expand()
-	# zero-fills the whole size inside one write, behind the throttle,
-	# where only SIGKILL reaches it.
-	say "laying out the dirtier's ${DIRTY_FILE_MB}M file on the unthrottled stick"
-	lay_out_file /mnt/stick/dirty.dat "$DIRTY_FILE_MB"
-	apply_sysctls
-	drop_caches
-	stick_throttle on
-	set_slice_limits MemoryMax="${PARENT_MAX_MB}M"
-	start_sampler / "$SLICE" "$SLICE/dirtier.scope" "$SLICE/neighbour.scope"
+	local cg dirtier_props=()
+	cg=$(cg_of dirtier)
+	prepare_disks 1
+	[ -n "${PARENT_MAX_MB:-}" ] && set_parent_limit "$PARENT_MAX_MB"
+	[ -n "${DIRTIER_MAX_MB:-}" ] && dirtier_props=(MemoryMax="${DIRTIER_MAX_MB}M")
+	start_sampler / "$SLICE" "$cg" "$(cg_of neighbour)"
+	start_dirtier dirtier /mnt/stick/dirty-1.dat "${DIRTIER_JOB:-dirtier.fio}" \
+		"${dirtier_props[@]}"
+	ramp_until_writeback "$cg"
+	run_neighbour_phase "$cg"
+	stop_scope dirtier
+	stop_sampler
+}
 
-	phase_begin ramp
-	start_dirtier
-	local cg=$SLICE/dirtier.scope t=0 wb
-	while [ $t -lt "$RAMP_MAX_S" ]; do
-		sleep 5
-		t=$((t + 5))
-		heartbeat "$cg"
-		wb=$(memcg_stat "$cg" file_writeback || echo 0)
-		[ $((wb >> 20)) -ge "$RAMP_WRITEBACK_MB" ] && break
+# NR_DIRTIERS dirtiers in their own scopes (dirtier-1 ...) and one
+# neighbour share the parent limit.
+shape_dirty_many() {
+	local i cgs=() names=()
+	for i in $(seq "$NR_DIRTIERS"); do
+		names+=("dirtier-$i")
+		cgs+=("$(cg_of "dirtier-$i")")
+	done
+	prepare_disks "$NR_DIRTIERS"
+	set_parent_limit "$PARENT_MAX_MB"
+	start_sampler / "$SLICE" "${cgs[@]}" "$(cg_of neighbour)"
+	for i in $(seq "$NR_DIRTIERS"); do
+		start_dirtier "dirtier-$i" "/mnt/stick/dirty-$i.dat"
+	done
+	ramp_until_writeback "${cgs[@]}"
+	run_neighbour_phase "${cgs[0]}"
+	for i in "${names[@]}"; do
+		stop_scope "$i"
+	done
+	stop_sampler
+}
+
+# memory.reclaim on the parent while the dirtier's pages are under
+# writeback: RECLAIM_CALLS calls of RECLAIM_MB each, RECLAIM_GAP_S apart;
+# proactive.csv has per call the time, the kernel's answer and the
+# parent's pgscan/pgsteal deltas (pages).
+shape_proactive() {
+	local cg i t0 t1 rc s0 s1 r0 r1
+	[ "$CGROUP_MODE" = v2 ] || die "memory.reclaim exists only in cgroup v2"
+	cg=$(cg_of dirtier)
+	prepare_disks 1
+	set_parent_limit "$PARENT_MAX_MB"
+	start_sampler / "$SLICE" "$cg"
+	start_dirtier dirtier /mnt/stick/dirty-1.dat
+	ramp_until_writeback "$cg"
+	phase_begin reclaim
+	echo "call,start_s,duration_ns,result,pgscan,pgsteal" >"$OUT/proactive.csv"
+	for i in $(seq "$RECLAIM_CALLS"); do
+		s0=$(memcg_stat "$SLICE" pgscan)
+		r0=$(memcg_stat "$SLICE" pgsteal)
+		t0=$(date +%s%N)
+		# EAGAIN (fewer pages reclaimed than asked) is a result, not an
+		# error.
+		if echo "${RECLAIM_MB}M" >"$CGROOT/$SLICE/memory.reclaim" 2>/dev/null; then
+			rc=ok
+		else
+			rc=short
+		fi
+		t1=$(date +%s%N)
+		s1=$(memcg_stat "$SLICE" pgscan)
+		r1=$(memcg_stat "$SLICE" pgsteal)
+		echo "$i,$(uptime_s),$((t1 - t0)),$rc,$((s1 - s0)),$((r1 - r0))" >>"$OUT/proactive.csv"
+		[ $((i % 5)) -eq 0 ] && heartbeat "$cg"
+		sleep "$RECLAIM_GAP_S"
 	done
 	phase_end
-
-	phase_begin neighbour
-	export READ_FILE=/mnt/fast/read.dat READ_FILE_MB NEIGHBOUR_S
-	run_in_scope neighbour "$LAB/lib/neighbour.sh" "$OUT" \
-		"$PROBE_MB" "$PROBE_INTERVAL_MS" "$NEIGHBOUR_S"
-	wait_scope_exists neighbour
-	ls -d "$CGROOT/$SLICE"/*.scope >"$OUT/cgroups-seen.txt"
-	while kill -0 "$neighbour_PID" 2>/dev/null; do
-		heartbeat "$cg"
-		sleep 5
-	done
-	wait "$neighbour_PID" || die "neighbour failed"
-	phase_end
-
-	stop_dirtier
+	stop_scope dirtier
 	stop_sampler
 }
 
@@ -302,6 +492,7 @@ finish_run() {
 
 record_guest_provenance
 resolve_parameters
+choose_cgroup_mode
 apply_arm
 say "running $SCENARIO (shape $SHAPE, arm $ARM, guest ${MEM_MB}M)"
 "shape_${SHAPE//-/_}"
