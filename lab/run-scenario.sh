@@ -8,6 +8,7 @@
 #   env MEMCG_LAB_RESULTS=dir         results root (default: ./results)
 #   env MEMCG_LAB_ACCEL=tcg|kvm       skip the KVM probe
 #   env MEMCG_LAB_DEBUG=1             boot the debug kernel (DEBUG_VM, lockdep, ...)
+#   env MEMCG_LAB_KBUILD=dir          boot the kernel build in dir, build nothing
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -107,7 +108,11 @@ record_host_provenance() {
 	{
 		echo "git_revision=$(git -C "$LAB_ROOT" rev-parse HEAD 2>/dev/null || echo none)"
 		echo "git_dirty=$([ -z "$(git -C "$LAB_ROOT" status --porcelain 2>/dev/null)" ] && echo no || echo yes)"
-		echo "patch_series=$(cat "$LAB_CACHE/linux-6.1/.memcg-lab-series")"
+		if [ -n "${MEMCG_LAB_KBUILD:-}" ]; then
+			echo "patch_series=external:$KBUILD"
+		else
+			echo "patch_series=$(cat "$LAB_CACHE/linux-6.1/.memcg-lab-series")"
+		fi
 		echo "rootfs_image=$(basename "$IMAGE")"
 		echo "qemu=$(qemu-system-x86_64 --version | head -n 1)"
 		echo "accel=$ACCEL"
@@ -264,7 +269,15 @@ main() {
 	[ $check_only = yes ] && return 0
 	"$LAB_ROOT/lab/install-deps.sh"
 	load_host_parameters
-	if [ -n "${MEMCG_LAB_DEBUG:-}" ]; then
+	if [ -n "${MEMCG_LAB_KBUILD:-}" ]; then
+		# A kernel built elsewhere (a bisection step, a saved baseline).
+		KBUILD=$(realpath "$MEMCG_LAB_KBUILD")
+		local f
+		for f in arch/x86/boot/bzImage .config vmlinux include/config/kernel.release; do
+			[ -f "$KBUILD/$f" ] || die "MEMCG_LAB_KBUILD=$KBUILD has no $f"
+		done
+		log "kernel: $KBUILD (MEMCG_LAB_KBUILD, not rebuilt)"
+	elif [ -n "${MEMCG_LAB_DEBUG:-}" ]; then
 		# The debug flavour (lab/kernel/debug.config); its page poisoning
 		# is off unless asked for on the command line.
 		KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" --debug | tail -n 1)

@@ -8,6 +8,7 @@
 set -euo pipefail
 
 LAB=/lab
+GUEST_TESTS=/usr/local/libexec/memcg-lab/tests
 OUT=/results
 SCENARIO=$1
 ARM=$2
@@ -442,8 +443,8 @@ shape_dirty_many() {
 
 # memory.reclaim on the parent while the dirtier's pages are under
 # writeback: RECLAIM_CALLS calls of RECLAIM_MB each, RECLAIM_GAP_S apart;
-# proactive.csv has per call the time, the kernel's answer and the
-# parent's pgscan/pgsteal deltas (pages).
+# proactive.csv has per call its end (uptime), duration, the kernel's
+# answer and the parent's pgscan/pgsteal deltas (pages).
 shape_proactive() {
 	local cg i t0 t1 rc s0 s1 r0 r1
 	[ "$CGROUP_MODE" = v2 ] || die "memory.reclaim exists only in cgroup v2"
@@ -454,7 +455,7 @@ shape_proactive() {
 	start_dirtier dirtier /mnt/stick/dirty-1.dat
 	ramp_until_writeback "$cg"
 	phase_begin reclaim
-	echo "call,start_s,duration_ns,result,pgscan,pgsteal" >"$OUT/proactive.csv"
+	echo "call,end_s,duration_ns,result,pgscan,pgsteal" >"$OUT/proactive.csv"
 	for i in $(seq "$RECLAIM_CALLS"); do
 		s0=$(memcg_stat "$SLICE" pgscan)
 		r0=$(memcg_stat "$SLICE" pgsteal)
@@ -476,6 +477,29 @@ shape_proactive() {
 	phase_end
 	stop_scope dirtier
 	stop_sampler
+}
+
+# The patch series' invariant tests (tests/guest/immediate_test.c, TAP)
+# on the throttled stick.  They make their own memcgs under a parent of
+# the root, outside systemd's slices; their exit status is the run's.
+shape_invariants() {
+	local parent=$CGROOT/memcg-lab-invariants rc=0
+	[ "$CGROUP_MODE" = v2 ] || die "the invariant tests need cgroup v2"
+	prepare_stick
+	apply_sysctls
+	stick_throttle on
+	mkdir -p "$parent"
+	echo +memory >"$parent/cgroup.subtree_control" ||
+		die "cannot enable the memory controller in $parent"
+	start_sampler / "$parent"
+	phase_begin tests
+	"$GUEST_TESTS/immediate_test" -d /mnt/stick -c "$parent" \
+		-m "$TEST_MEMCG_MAX_MB" -f "$TEST_FILE_MB" | tee "$OUT/immediate-test.tap" ||
+		rc=$?
+	phase_end
+	stop_sampler
+	grep -E '^(not ok|ok .*# SKIP|1\.\.)' "$OUT/immediate-test.tap" | sed 's/^/memcg-lab: tap: /' || true
+	[ "$rc" -eq 0 ] || die "immediate_test failed (exit $rc): see immediate-test.tap"
 }
 
 finish_run() {

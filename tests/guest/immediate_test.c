@@ -1,0 +1,558 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * immediate_test: invariant tests for the LRU_IMMEDIATE patch series, run
+ * inside the lab guest as root.  TAP output on stdout, kselftest style;
+ * exit status 0 only if every test passed or was skipped.
+ *
+ *   immediate_test -d DIR -c CGROUP_PARENT [-m MEMCG_MAX_MB] [-f FILE_MB]
+ *
+ * DIR is a filesystem on a slow (throttled) disk, so that a buffered writer
+ * keeps many folios under writeback; CGROUP_PARENT is a cgroup v2 directory
+ * with the memory controller enabled for its children.  Each test makes
+ * its own child memcg there, runs a writer in it whose limit forces memcg
+ * reclaim, and checks the kernel's counters: /proc/vmstat nr_immediate and
+ * pgimmediate_*, memory.stat "immediate", vm.reclaim_writeback_policy.
+ * The console is checked for WARN/BUG/lockdep splats by the host.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define POLICY "/proc/sys/vm/reclaim_writeback_policy"
+#define MIB (1UL << 20)
+
+static const char *test_dir;
+static const char *cg_parent;
+static long memcg_max_mb = 64;
+static long file_mb = 256;
+static int nr_tests, nr_failed;
+
+static void tap_result(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	nr_tests++;
+	if (!ok)
+		nr_failed++;
+	printf("%s %d - ", ok ? "ok" : "not ok", nr_tests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static void tap_skip(const char *name, const char *why)
+{
+	nr_tests++;
+	printf("ok %d - %s # SKIP %s\n", nr_tests, name, why);
+	fflush(stdout);
+}
+
+static void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+/* Fatal setup errors: the test plan cannot go on. */
+static void bail_out(const char *what, const char *path)
+{
+	printf("Bail out! %s %s: %s\n", what, path, strerror(errno));
+	exit(1);
+}
+
+/* DIR/NAME into BUF; a path that does not fit ends the test plan. */
+static void path_join(char *buf, size_t size, const char *dir, const char *name)
+{
+	int n = snprintf(buf, size, "%s/%s", dir, name);
+
+	if (n < 0 || (size_t)n >= size) {
+		printf("Bail out! path too long: %s/%s\n", dir, name);
+		exit(1);
+	}
+}
+
+static int write_file(const char *path, const char *value)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t len = strlen(value), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, value, len);
+	if (ret < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	close(fd);
+	return ret == len ? 0 : -EIO;
+}
+
+static int read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t len;
+
+	if (fd < 0)
+		return -errno;
+	len = read(fd, buf, size - 1);
+	close(fd);
+	if (len < 0)
+		return -errno;
+	buf[len] = '\0';
+	return 0;
+}
+
+/* The value of "key value" line KEY in a flat keyed file, or -1. */
+static long keyed_value(const char *path, const char *key)
+{
+	static char buf[1 << 16];
+	size_t klen = strlen(key);
+	char *line;
+
+	if (read_file(path, buf, sizeof(buf)))
+		return -1;
+	for (line = buf; line && *line; line = strchr(line, '\n')) {
+		if (*line == '\n')
+			line++;
+		if (!strncmp(line, key, klen) && line[klen] == ' ')
+			return strtol(line + klen + 1, NULL, 10);
+	}
+	return -1;
+}
+
+static long vmstat(const char *key)
+{
+	return keyed_value("/proc/vmstat", key);
+}
+
+static long memcg_stat(const char *cg, const char *key)
+{
+	char path[PATH_MAX];
+
+	path_join(path, sizeof(path), cg, "memory.stat");
+	return keyed_value(path, key);
+}
+
+static int set_policy(const char *policy)
+{
+	return write_file(POLICY, policy);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* A child memcg of the parent with memory.max; bails out on failure. */
+static void make_memcg(char *path, size_t size, const char *name, long max_mb)
+{
+	char file[PATH_MAX], val[32];
+
+	path_join(path, size, cg_parent, name);
+	if (mkdir(path, 0755) && errno != EEXIST)
+		bail_out("mkdir", path);
+	path_join(file, sizeof(file), path, "memory.max");
+	snprintf(val, sizeof(val), "%ldM", max_mb);
+	if (write_file(file, val))
+		bail_out("cannot write memory.max of", path);
+}
+
+/* rmdir, retried while the last exiting tasks leave the cgroup. */
+static int remove_memcg(const char *path)
+{
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		if (!rmdir(path))
+			return 0;
+		if (errno != EBUSY)
+			return -errno;
+		sleep_ms(100);
+	}
+	return -EBUSY;
+}
+
+/*
+ * A buffered writer in memcg CG overwriting FILE (laid out beforehand, so
+ * no block allocation) from the start, round and round until killed.
+ */
+static pid_t start_writer(const char *cg, const char *file)
+{
+	static char block[MIB];
+	char procs[PATH_MAX];
+	pid_t pid;
+	long off;
+	int fd;
+
+	pid = fork();
+	if (pid < 0)
+		bail_out("fork for writer of", file);
+	if (pid)
+		return pid;
+	path_join(procs, sizeof(procs), cg, "cgroup.procs");
+	if (write_file(procs, "0")) {
+		fprintf(stderr, "immediate_test: cannot join %s\n", procs);
+		_exit(1);
+	}
+	fd = open(file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "immediate_test: %s: %s\n", file, strerror(errno));
+		_exit(1);
+	}
+	memset(block, 0x5a, sizeof(block));
+	for (;;) {
+		for (off = 0; off < file_mb; off++) {
+			if (pwrite(fd, block, MIB, off * MIB) != (ssize_t)MIB) {
+				fprintf(stderr, "immediate_test: write %s: %s\n",
+					file, strerror(errno));
+				_exit(1);
+			}
+		}
+	}
+}
+
+static void stop_writer(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Lays out FILE_MB of zeroes in FILE and syncs it: writers then overwrite. */
+static void lay_out(const char *file)
+{
+	static char block[MIB];
+	long off;
+	int fd;
+
+	fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		bail_out("create", file);
+	for (off = 0; off < file_mb; off++)
+		if (write(fd, block, MIB) != (ssize_t)MIB)
+			bail_out("lay out", file);
+	if (fsync(fd))
+		bail_out("fsync", file);
+	close(fd);
+}
+
+/* Polls until memcg CG holds parked folios; the count, or 0 on timeout. */
+static long wait_parked(const char *cg, int timeout_s)
+{
+	long n;
+	int i;
+
+	for (i = 0; i < timeout_s * 10; i++) {
+		n = memcg_stat(cg, "immediate");
+		if (n > 0)
+			return n;
+		sleep_ms(100);
+	}
+	return 0;
+}
+
+/* Polls until nr_immediate is 0 system-wide; true if it got there. */
+static bool wait_none_parked(int timeout_s)
+{
+	int i;
+
+	for (i = 0; i < timeout_s * 10; i++) {
+		if (vmstat("nr_immediate") == 0)
+			return true;
+		sleep_ms(100);
+	}
+	return false;
+}
+
+/* Every memcg's memory.stat immediate, summed; -1 if unreadable. */
+static long all_memcgs_parked(const char *dir)
+{
+	char path[PATH_MAX];
+	long sum, n;
+	FILE *find;
+
+	if (snprintf(path, sizeof(path),
+		     "find %s -name memory.stat -exec grep -h '^immediate ' {} +",
+		     dir) >= (int)sizeof(path))
+		return -1;
+	find = popen(path, "r");
+	if (!find)
+		return -1;
+	sum = 0;
+	while (fscanf(find, "immediate %ld\n", &n) == 1)
+		sum += n;
+	pclose(find);
+	return sum;
+}
+
+static bool sync_and_drain(void)
+{
+	sync();
+	return wait_none_parked(60);
+}
+
+static void test_policy_names(void)
+{
+	char buf[64];
+
+	tap_result(!set_policy("immediate") && !read_file(POLICY, buf, sizeof(buf)) &&
+		   !strncmp(buf, "immediate", 9), "policy accepts and reads back immediate");
+	tap_result(set_policy("bogus") == -EINVAL, "policy rejects an unknown name with EINVAL");
+	tap_result(!set_policy("keep") && !set_policy("activate"),
+		   "policy accepts keep and activate");
+}
+
+/* Parking happens, and everything unparks once writeback completes. */
+static void test_park_then_drain_after_sync(const char *file)
+{
+	long stranded0 = vmstat("pgimmediate_stranded"), parked0, parked;
+	char cg[PATH_MAX];
+	pid_t w;
+
+	set_policy("immediate");
+	parked0 = vmstat("pgimmediate_parked");
+	make_memcg(cg, sizeof(cg), "park", memcg_max_mb);
+	w = start_writer(cg, file);
+	parked = wait_parked(cg, 60);
+	diag("memcg immediate %ld pages, pgimmediate_parked +%ld", parked,
+	     vmstat("pgimmediate_parked") - parked0);
+	tap_result(parked > 0, "a writer over its memory.max parks folios");
+	stop_writer(w);
+	tap_result(sync_and_drain(), "nr_immediate is 0 after sync (is %ld)",
+		   vmstat("nr_immediate"));
+	tap_result(all_memcgs_parked("/sys/fs/cgroup") == 0,
+		   "every memcg's memory.stat immediate is 0 after sync");
+	tap_result(vmstat("pgimmediate_stranded") == stranded0,
+		   "no stranded folios (pgimmediate_stranded +%ld)",
+		   vmstat("pgimmediate_stranded") - stranded0);
+	tap_result(!remove_memcg(cg), "the memcg is removed");
+}
+
+/* Pages scanned in the writer's memcg over SECONDS under POLICY. */
+static long scans_under(const char *policy, const char *file, int seconds)
+{
+	long before, after;
+	char cg[PATH_MAX];
+	pid_t w;
+
+	set_policy(policy);
+	make_memcg(cg, sizeof(cg), policy, memcg_max_mb);
+	w = start_writer(cg, file);
+	sleep_ms(5000);	/* fill the memcg first */
+	before = memcg_stat(cg, "pgscan");
+	sleep_ms(seconds * 1000L);
+	after = memcg_stat(cg, "pgscan");
+	stop_writer(w);
+	sync_and_drain();
+	remove_memcg(cg);
+	return after - before;
+}
+
+static void test_parked_folios_are_not_scanned(const char *file)
+{
+	long activate = scans_under("activate", file, 20);
+	long immediate = scans_under("immediate", file, 20);
+
+	diag("pgscan in the writer's memcg over 20 s: activate %ld, immediate %ld",
+	     activate, immediate);
+	tap_result(immediate < activate,
+		   "immediate scans fewer pages than activate on the same writer");
+}
+
+static void test_policy_toggle_under_load(const char *file)
+{
+	char cg[PATH_MAX];
+	bool drained = true;
+	pid_t w;
+	int i;
+
+	make_memcg(cg, sizeof(cg), "toggle", memcg_max_mb);
+	set_policy("immediate");
+	w = start_writer(cg, file);
+	wait_parked(cg, 60);
+	for (i = 0; i < 10; i++) {
+		set_policy("activate");
+		/* The switch drains synchronously; no new folio parks. */
+		if (memcg_stat(cg, "immediate") != 0)
+			drained = false;
+		set_policy(i % 2 ? "keep" : "immediate");
+		sleep_ms(500);
+	}
+	set_policy("activate");
+	tap_result(drained && memcg_stat(cg, "immediate") == 0,
+		   "switching away from immediate under load drains the memcg");
+	stop_writer(w);
+	tap_result(sync_and_drain(), "nr_immediate is 0 after toggling and sync");
+	remove_memcg(cg);
+}
+
+/* rmdir while the memcg still holds parked folios: they drain later. */
+static void test_rmdir_with_parked_folios(const char *file)
+{
+	char cg[PATH_MAX];
+	long parked;
+	pid_t w;
+
+	set_policy("immediate");
+	make_memcg(cg, sizeof(cg), "rmdir", memcg_max_mb);
+	w = start_writer(cg, file);
+	parked = wait_parked(cg, 60);
+	stop_writer(w);
+	tap_result(parked > 0 && !remove_memcg(cg),
+		   "rmdir of a memcg holding %ld parked pages succeeds", parked);
+	tap_result(sync_and_drain(), "the offline memcg's parked folios drain after sync");
+}
+
+/*
+ * Operations on the file while its folios are parked: each must leave
+ * nothing parked once writeback completes.
+ */
+static void run_with_parked(const char *name, const char *file,
+			    int (*op)(const char *file))
+{
+	char cg[PATH_MAX];
+	long parked;
+	pid_t w;
+	int ret;
+
+	set_policy("immediate");
+	make_memcg(cg, sizeof(cg), name, memcg_max_mb);
+	w = start_writer(cg, file);
+	parked = wait_parked(cg, 60);
+	ret = op(file);
+	stop_writer(w);
+	tap_result(parked > 0 && ret == 0, "%s with %ld pages parked", name, parked);
+	tap_result(sync_and_drain(), "nothing parked after %s and sync", name);
+	remove_memcg(cg);
+}
+
+static int op_fadvise_dontneed(const char *file)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	close(fd);
+	return ret;
+}
+
+static int op_compact(const char *file)
+{
+	(void)file;
+	return write_file("/proc/sys/vm/compact_memory", "1");
+}
+
+static int op_mlock(const char *file)
+{
+	size_t len = 16 * MIB;
+	void *p;
+	int fd, ret = 0;
+
+	fd = open(file, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return -errno;
+	if (mlock(p, len))
+		ret = -errno;
+	munlock(p, len);
+	munmap(p, len);
+	return ret;
+}
+
+/* Truncates a copy's tail: the writer keeps the head busy. */
+static int op_truncate(const char *file)
+{
+	return truncate(file, file_mb * MIB / 2) ? -errno : 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: immediate_test -d DIR -c CGROUP_PARENT [-m MEMCG_MAX_MB] [-f FILE_MB]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	char file[PATH_MAX], buf[64];
+	int opt;
+
+	while ((opt = getopt(argc, argv, "d:c:m:f:")) != -1) {
+		switch (opt) {
+		case 'd':
+			test_dir = optarg;
+			break;
+		case 'c':
+			cg_parent = optarg;
+			break;
+		case 'm':
+			memcg_max_mb = strtol(optarg, NULL, 10);
+			break;
+		case 'f':
+			file_mb = strtol(optarg, NULL, 10);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (!test_dir || !cg_parent || memcg_max_mb <= 0 || file_mb < 2 * memcg_max_mb)
+		usage();
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("TAP version 13\n");
+	if (read_file(POLICY, buf, sizeof(buf))) {
+		printf("1..0 # SKIP %s: no patch series in this kernel\n", POLICY);
+		return 0;
+	}
+	if (vmstat("nr_immediate") < 0) {
+		printf("1..0 # SKIP CONFIG_LRU_IMMEDIATE=n: no nr_immediate in /proc/vmstat\n");
+		return 0;
+	}
+	path_join(file, sizeof(file), test_dir, "immediate-test.dat");
+	lay_out(file);
+
+	test_policy_names();
+	test_park_then_drain_after_sync(file);
+	test_parked_folios_are_not_scanned(file);
+	test_policy_toggle_under_load(file);
+	test_rmdir_with_parked_folios(file);
+	run_with_parked("fadvise-dontneed", file, op_fadvise_dontneed);
+	run_with_parked("compact_memory", file, op_compact);
+	run_with_parked("mlock", file, op_mlock);
+	run_with_parked("truncate", file, op_truncate);
+	tap_skip("THP split of a parked folio",
+		 "no large folios in the page cache of vfat or ext4 on 6.1");
+	set_policy("activate");
+	tap_result(sync_and_drain() && vmstat("nr_immediate") == 0,
+		   "nr_immediate is 0 at the end (policy back to activate)");
+
+	printf("1..%d\n# %d tests, %d failed\n", nr_tests, nr_tests, nr_failed);
+	return nr_failed ? 1 : 0;
+}
