@@ -128,5 +128,5 @@ main() {
 	esac
 }
 
-main "$@"
-exit
+# On one line: bash has parsed the exit before main runs.
+main "$@"; exit

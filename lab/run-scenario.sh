@@ -258,8 +258,9 @@ classify_run() {
 	} >"$RUN/status.txt"
 }
 
-# One function, called on the last line: bash reads a script as it runs
-# it, and a long run must not execute an edit made to this file meanwhile.
+# One function, called with the exit on the last line: bash reads a
+# script as it runs it, and a long run must not execute an edit made to
+# this file meanwhile (a run once booted its guest a second time).
 main() {
 	local check_only=no
 	[ "${1:-}" = --check ] && { check_only=yes; shift; }
@@ -305,5 +306,5 @@ main() {
 	log "ok: $NAME/$ARM in ${ELAPSED_S}s (boot to scenario ${BOOT_TO_SCENARIO_S:-?}s); results: $RUN"
 }
 
-main "$@"
-exit
+# On one line: bash has parsed the exit before main runs.
+main "$@"; exit
