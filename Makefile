@@ -21,6 +21,9 @@ help:
 	@echo "  make matrix [SCENARIOS=\"a b\"] [ARMS=\"vanilla mglru\"] [RUNS=5]"
 	@echo "                     every combination, shuffled, one boot each, resumable"
 	@echo "  make matrix-jobs ...   the same as a GNU parallel job list (stdout)"
+	@echo "  make report [RESULTS=results] [BASELINE=vanilla]"
+	@echo "                     tables, figures and report.html of every run under"
+	@echo "                     RESULTS, into RESULTS/report/<timestamp>/"
 	@echo "  make test          the project's tests (static checks, host unit tests,"
 	@echo "                     one real boot of the smoke scenario)"
 	@echo "  make test-unit     host-side tests only (no kernel build, no boot)"
@@ -52,10 +55,13 @@ matrix:
 matrix-jobs:
 	@SET='$(SET)' MEMCG_LAB_RESULTS='$(RESULTS)' lab/matrix.sh jobs '$(SCENARIOS_RUN)' '$(ARMS)' '$(RUNS)'
 
+report: deps
+	/usr/bin/python3 analysis/report.py --baseline '$(or $(BASELINE),vanilla)' '$(RESULTS)'
+
 test: deps
 	tests/run-tests.sh all
 
 test-unit: deps
 	tests/run-tests.sh unit
 
-.PHONY: help deps kernel rootfs tools scenario matrix matrix-jobs test test-unit
+.PHONY: help deps kernel rootfs tools scenario matrix matrix-jobs report test test-unit

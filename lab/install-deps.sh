@@ -11,6 +11,7 @@ PACKAGES=(
 	mmdebstrap e2fsprogs dosfstools
 	python3 python3-matplotlib python3-numpy python3-pandas python3-scipy
 	python3-pytest shellcheck
+	jupyter-nbconvert python3-nbconvert python3-nbformat python3-ipykernel
 )
 
 missing_packages() {

@@ -18,6 +18,26 @@ SLICE = "lab.slice"
 DIRTIER = "lab.slice/dirtier.scope"
 NEIGHBOUR = "lab.slice/neighbour.scope"
 
+# On cgroup v1 (scenario cgroup-v1) the guest makes memcg-lab/<name> with
+# cgcreate, and memory.stat names dirty and writeback pages differently.
+# Code names cgroups and keys the v2 way; actual_name() translates.
+V1_CGROUPS = {SLICE: "memcg-lab", DIRTIER: "memcg-lab/dirtier",
+              NEIGHBOUR: "memcg-lab/neighbour"}
+V1_KEYS = {"memory.stat.file_writeback": "memory.stat.writeback",
+           "memory.stat.file_dirty": "memory.stat.dirty"}
+
+
+def cgroup_mode(series):
+    """'v1' when the sampler saw the v1 lab parent, else 'v2'."""
+    return "v1" if any(cg == V1_CGROUPS[SLICE] for cg, _ in series) else "v2"
+
+
+def actual_name(mode, cgroup, key):
+    """(cgroup, key) as the sampler wrote them for a run in mode."""
+    if mode != "v1":
+        return cgroup, key
+    return V1_CGROUPS.get(cgroup, cgroup), V1_KEYS.get(key, key)
+
 # (cgroup, key) counters whose increase over the measured phase is the
 # cost; "-" is the system-wide /proc/vmstat.
 COUNTERS = [
@@ -122,10 +142,11 @@ def delta(points, start, end):
     return window[-1][1] - window[0][1]
 
 
-def writeback_shares(series, cgroup, start, end):
+def writeback_shares(series, cgroup, start, end, mode="v2"):
     """Per-sample file_writeback / file LRU and / inactive_file."""
     def get(key):
-        return dict(in_window(series.get((cgroup, "memory.stat." + key), []), start, end))
+        name = actual_name(mode, cgroup, "memory.stat." + key)
+        return dict(in_window(series.get(name, []), start, end))
 
     wb, inact, act = get("file_writeback"), get("inactive_file"), get("active_file")
     of_lru, of_inactive = [], []
@@ -184,16 +205,18 @@ def summarise(run_dir):
     series = load_samples(os.path.join(run_dir, "samples.csv"))
     phases = load_phases(os.path.join(run_dir, "phases.csv"))
     name, start, end = measured_phase(phases)
-    summary = {"run": os.path.abspath(run_dir), "phase": name,
+    mode = cgroup_mode(series)
+    summary = {"run": os.path.abspath(run_dir), "phase": name, "cgroup_mode": mode,
                "phase_s": round(end - start, 3), "counters": {}}
     for cgroup, key in COUNTERS:
+        cgroup, key = actual_name(mode, cgroup, key)
         points = series.get((cgroup, key))
         if points is not None:
             summary["counters"][f"{cgroup}:{key}"] = delta(points, start, end)
 
     threshold = precondition_threshold(
         load_parameters(os.path.join(run_dir, "params-resolved.env")))
-    of_lru, of_inactive = writeback_shares(series, DIRTIER, start, end)
+    of_lru, of_inactive = writeback_shares(series, DIRTIER, start, end, mode)
     pre = {"threshold": threshold, "samples": len(of_lru), "met": None}
     if of_lru:
         pre.update({
@@ -207,8 +230,9 @@ def summarise(run_dir):
         pre["met"] = bool(of_lru) and pre["writeback_of_file_lru_median"] >= threshold
     summary["precondition"] = pre
 
-    scanned = summary["counters"].get(f"{SLICE}:memory.stat.pgscan")
-    stolen = summary["counters"].get(f"{SLICE}:memory.stat.pgsteal")
+    slice_cg = actual_name(mode, SLICE, "")[0]
+    scanned = summary["counters"].get(f"{slice_cg}:memory.stat.pgscan")
+    stolen = summary["counters"].get(f"{slice_cg}:memory.stat.pgsteal")
     if scanned:
         summary["parent_reclaim_efficiency"] = stolen / scanned
     lat = load_probe_latencies(os.path.join(run_dir, "probe-latency.csv"))

@@ -361,12 +361,34 @@ ramp_until_writeback() {
 	phase_end
 }
 
+# Who reclaimed whose pages during the measured phase, from the patch
+# series' attribution tracepoint (attribution.csv); a kernel without it
+# gets a note instead.
+ATTRIB_EVENT=/sys/kernel/tracing/events/vmscan/mm_vmscan_lru_shrink_inactive_memcg
+ATTRIB_PID=
+start_attribution() {
+	if [ ! -d "$ATTRIB_EVENT" ]; then
+		echo "attribution: not available ($ATTRIB_EVENT missing)" >>"$OUT/notes.txt"
+		return 0
+	fi
+	lab-reclaim-attrib -r "$CGROOT" -o "$OUT/attribution.csv" 2>>"$OUT/attribution.log" &
+	ATTRIB_PID=$!
+}
+
+stop_attribution() {
+	[ -n "$ATTRIB_PID" ] || return 0
+	kill -TERM "$ATTRIB_PID" 2>/dev/null || true
+	wait "$ATTRIB_PID" || die "lab-reclaim-attrib failed: $(tail -n 3 "$OUT/attribution.log")"
+	ATTRIB_PID=
+}
+
 # The neighbour's phase: buffered reads on the fast disk and the fault
 # latency probe, in neighbour.scope; heartbeats show cgroup $1.
 run_neighbour_phase() {
 	local watch=$1
 	shift
 	phase_begin neighbour
+	start_attribution
 	run_in_scope neighbour "$@" -- env READ_FILE=/mnt/fast/read.dat \
 		READ_FILE_MB="$READ_FILE_MB" NEIGHBOUR_S="$NEIGHBOUR_S" \
 		"$LAB/lib/neighbour.sh" "$OUT" "$PROBE_MB" "$PROBE_INTERVAL_MS" "$NEIGHBOUR_S"
@@ -376,6 +398,7 @@ run_neighbour_phase() {
 		sleep 5
 	done
 	wait "${SCOPE_PID[neighbour]}" || die "neighbour failed"
+	stop_attribution
 	phase_end
 }
 
@@ -455,6 +478,7 @@ shape_proactive() {
 	start_dirtier dirtier /mnt/stick/dirty-1.dat
 	ramp_until_writeback "$cg"
 	phase_begin reclaim
+	start_attribution
 	echo "call,end_s,duration_ns,result,pgscan,pgsteal" >"$OUT/proactive.csv"
 	for i in $(seq "$RECLAIM_CALLS"); do
 		s0=$(memcg_stat "$SLICE" pgscan)
@@ -474,6 +498,7 @@ shape_proactive() {
 		[ $((i % 5)) -eq 0 ] && heartbeat "$cg"
 		sleep "$RECLAIM_GAP_S"
 	done
+	stop_attribution
 	phase_end
 	stop_scope dirtier
 	stop_sampler

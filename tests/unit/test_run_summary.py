@@ -103,3 +103,20 @@ def test_broken_runs_raise_clear_errors(tmp_path, breakage, message):
         (tmp_path / "phases.csv").write_text("neighbour,5,1\n")
     with pytest.raises(run.RunError, match=message):
         run.summarise(tmp_path)
+
+
+def test_cgroup_v1_names_are_translated(tmp_path):
+    # cgroup-v1 scenario: memcg-lab/dirtier, memory.stat writeback/dirty
+    samples = []
+    for t, wb in [(10, 90), (11, 85), (12, 50)]:
+        samples += [(t, "memcg-lab/dirtier", "memory.stat.inactive_file", 90),
+                    (t, "memcg-lab/dirtier", "memory.stat.active_file", 10),
+                    (t, "memcg-lab/dirtier", "memory.stat.writeback", wb),
+                    (t, "memcg-lab", "memory.stat.cache", 1),
+                    (t, "memcg-lab/neighbour", "memory.stat.workingset_refault_file", t * 3)]
+    write_run(tmp_path, samples, [("neighbour", 10, 12)])
+    s = run.summarise(tmp_path)
+    assert s["cgroup_mode"] == "v1"
+    assert s["precondition"]["met"] is True
+    assert s["precondition"]["writeback_of_file_lru_median"] == pytest.approx(0.85)
+    assert s["counters"] == {"memcg-lab/neighbour:memory.stat.workingset_refault_file": 6}

@@ -1,0 +1,104 @@
+"""Every run under a results tree, judged and flattened into tidy tables.
+
+Dataset.runs has one row per run folder found, with valid=False and the
+reason for those excluded; the other tables hold valid runs only, keyed
+by scenario, arm and run (the folder name).
+"""
+import os
+
+import pandas as pd
+
+from memcg_lab import load, metrics, run, validate
+
+
+class Dataset:
+    def __init__(self, results):
+        self.results = os.path.abspath(results)
+        self.loaded = {}      # run id -> load.Run, valid runs only
+        self.notes = {}       # scenario -> [warning]
+        rows, metric_rows, probe_rows, fio_rows, attr_rows = [], [], [], [], []
+        found = [load.Run(p) for p in load.find_runs(results)]
+        summaries, problems = {}, {}
+        for i, r in enumerate(found):
+            summaries[i], error = None, None
+            try:
+                summaries[i] = run.summarise(r.path)
+            except run.RunError as e:
+                error = str(e)
+            problems[i] = validate.run_problem(r, summaries[i], error)
+        groups = {}
+        for i, r in enumerate(found):
+            if problems[i] is None:
+                groups.setdefault((r.scenario, r.arm), {})[i] = r
+        for group in groups.values():
+            problems.update(validate.arm_problems(group))
+        for i, r in enumerate(found):
+            s = summaries.get(i)
+            row = {"scenario": r.scenario, "arm": r.arm, "run": self.run_id(r),
+                   "path": r.path, "valid": problems[i] is None, "reason": problems[i] or "",
+                   "kernel_build_id": r.build_id or "", "git_revision": r.provenance.get("git_revision", ""),
+                   "accel": r.provenance.get("accel", ""), "phase": s["phase"] if s else "",
+                   "phase_s": s["phase_s"] if s else None}
+            if s:
+                row["writeback_share_median"] = s["precondition"].get("writeback_of_file_lru_median")
+            if problems[i] is None:
+                try:
+                    fio = r.fio()
+                    probe = r.probe_latencies()
+                    attribution = r.attribution()
+                except run.RunError as e:
+                    row.update(valid=False, reason=f"unreadable: {e}")
+                    rows.append(row)
+                    continue
+                key = {"scenario": r.scenario, "arm": r.arm, "run": row["run"]}
+                values = metrics.run_metrics(s, fio, probe)
+                values.update(metrics.window_metrics(r.series, probe))
+                r.forget_samples()
+                row.update(values)
+                metric_rows += [{**key, "metric": m, "value": v} for m, v in values.items()
+                                if v is not None]
+                probe_rows += [{**key, **p} for p in probe.to_dict("records")]
+                fio_rows += [{**key, **f} for f in fio.to_dict("records")]
+                if attribution is not None:
+                    attr_rows += [{**key, **a} for a in attribution.to_dict("records")]
+                self.loaded[row["run"]] = r
+            rows.append(row)
+        self.runs = pd.DataFrame(rows)
+        key_cols = ["scenario", "arm", "run"]
+        self.metrics = pd.DataFrame(metric_rows, columns=key_cols + ["metric", "value"])
+        self.probe = pd.DataFrame(probe_rows, columns=key_cols + ["start_s", "latency_us"])
+        self.fio = pd.DataFrame(fio_rows, columns=key_cols + ["fio", "job", "direction",
+                                                              "stat", "value_us"])
+        self.attribution = pd.DataFrame(attr_rows, columns=key_cols + load.ATTRIBUTION_COLUMNS)
+        for scenario in self.scenarios():
+            valid = [self.loaded[r] for r in self.valid_runs(scenario)["run"]]
+            self.notes[scenario] = validate.scenario_notes(valid)
+
+    def run_id(self, r):
+        return os.path.relpath(r.path, self.results)
+
+    def scenarios(self):
+        if self.runs.empty:
+            return []
+        return sorted(self.runs["scenario"].unique())
+
+    def valid_runs(self, scenario):
+        if self.runs.empty:
+            return self.runs
+        return self.runs[(self.runs["scenario"] == scenario) & self.runs["valid"]]
+
+    def excluded(self):
+        if self.runs.empty:
+            return self.runs
+        return self.runs[~self.runs["valid"]][["scenario", "arm", "run", "reason"]]
+
+    def arms(self, scenario):
+        return sorted(self.valid_runs(scenario)["arm"].unique(), key=arm_order)
+
+
+# Known arms in the order a cover letter compares them; others follow.
+ARM_ORDER = ["vanilla", "mglru", "keep", "activate", "immediate"]
+
+
+def arm_order(arm):
+    return (ARM_ORDER.index(arm) if arm in ARM_ORDER else len(ARM_ORDER), arm)

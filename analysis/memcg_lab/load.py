@@ -1,0 +1,166 @@
+"""Finding run folders under a results tree and loading one into tidy
+pandas tables.
+
+A run folder is results/<scenario>/<UTC timestamp>-<arm>[.N]/ as claimed
+by lab/run-scenario.sh.  Loading never judges a run; validate.py does.
+"""
+import json
+import os
+import re
+
+import pandas as pd
+
+from memcg_lab import run
+
+RUN_NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6}Z)-(?P<arm>[A-Za-z0-9_-]+?)(?:\.(?P<n>\d+))?$")
+ATTRIBUTION_COLUMNS = ["reclaimer_cgroup", "scanned_cgroup", "nr_scanned",
+                       "nr_reclaimed", "reclaim_ns"]
+
+
+def find_runs(results):
+    """Run folders under results, sorted; report output is never a run."""
+    found = []
+    for dirpath, dirnames, _ in os.walk(results):
+        dirnames[:] = sorted(d for d in dirnames if d != "report")
+        for d in dirnames:
+            if RUN_NAME.match(d):
+                found.append(os.path.join(dirpath, d))
+        # A run folder has no run folders inside it.
+        dirnames[:] = [d for d in dirnames if not RUN_NAME.match(d)]
+    return sorted(found)
+
+
+def read_keyvalue(path):
+    """key=value lines ({} without the file)."""
+    if not os.path.exists(path):
+        return {}
+    out = {}
+    with open(path) as f:
+        for line in f:
+            k, sep, v = line.rstrip("\n").partition("=")
+            if sep:
+                out[k] = v
+    return out
+
+
+def read_text(path):
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return f.read().strip()
+
+
+def load_fio(path):
+    """fio's JSON report; fio prints 'terminating on signal' lines ahead of
+    the JSON when stopped with SIGINT, so parsing starts at the first '{'."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        text = f.read()
+    start = text.find("{")
+    if start < 0:
+        raise run.RunError(f"{path}: no JSON object (fio killed before its report?)")
+    try:
+        return json.loads(text[start:])
+    except json.JSONDecodeError as e:
+        raise run.RunError(f"{path}: broken fio JSON: {e}") from None
+
+
+def fio_clat(report, job_file):
+    """Rows (job, direction, stat, value_us) of completion latency: mean,
+    max and the percentiles fio reported."""
+    rows = []
+    for job in report.get("jobs", []):
+        for direction in ("read", "write"):
+            d = job.get(direction, {})
+            clat = d.get("clat_ns", {})
+            if not d.get("total_ios") or not clat.get("N"):
+                continue
+            base = {"fio": job_file, "job": job["jobname"], "direction": direction}
+            rows.append({**base, "stat": "mean", "value_us": clat["mean"] / 1e3})
+            rows.append({**base, "stat": "max", "value_us": clat["max"] / 1e3})
+            for q, v in clat.get("percentile", {}).items():
+                rows.append({**base, "stat": f"p{float(q):g}", "value_us": v / 1e3})
+            rows.append({**base, "stat": "bw_KiBps", "value_us": float(d["bw"])})
+    return rows
+
+
+def load_attribution(path):
+    """attribution.csv from the tracefs reader, or None without it."""
+    if not os.path.exists(path):
+        return None
+    df = pd.read_csv(path)
+    missing = [c for c in ATTRIBUTION_COLUMNS if c not in df.columns]
+    if missing:
+        raise run.RunError(f"{path}: missing columns {missing}")
+    return df[ATTRIBUTION_COLUMNS]
+
+
+class Run:
+    """One run folder's files, loaded lazily where they are large."""
+
+    def __init__(self, path):
+        self.path = os.path.abspath(path)
+        self.name = os.path.basename(self.path)
+        m = RUN_NAME.match(self.name)
+        self.folder_arm = m.group("arm") if m else None
+        self.scenario_dir = os.path.basename(os.path.dirname(self.path))
+        self.provenance = read_keyvalue(self.file("provenance.txt"))
+        self.status = read_keyvalue(self.file("status.txt"))
+        self.params = run.load_parameters(self.file("params-resolved.env"))
+        self.build_id = read_text(self.file("kernel-build-id.txt"))
+        self.arm = self.provenance.get("arm", self.folder_arm)
+        self.scenario = self.provenance.get("scenario", self.scenario_dir)
+        self._samples = None
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+    def has(self, name):
+        return os.path.exists(self.file(name))
+
+    @property
+    def samples(self):
+        """Long table time_s, cgroup, key, value."""
+        if self._samples is None:
+            path = self.file("samples.csv")
+            if not os.path.exists(path):
+                raise run.RunError(f"{path}: missing (did the sampler run?)")
+            self._samples = pd.read_csv(path, dtype={"cgroup": str, "key": str})
+        return self._samples
+
+    def forget_samples(self):
+        """Drops the cached samples: a matrix of runs does not fit in memory
+        at once, and only a few runs are plotted."""
+        self._samples = None
+
+    def phases(self):
+        return pd.DataFrame(run.load_phases(self.file("phases.csv")),
+                            columns=["phase", "start_s", "end_s"])
+
+    def probe_latencies(self):
+        path = self.file("probe-latency.csv")
+        if not os.path.exists(path):
+            return pd.DataFrame(columns=["start_s", "latency_us"])
+        return pd.read_csv(path)
+
+    def fio(self):
+        rows = []
+        for name in ("fio-dirtier.json", "fio-neighbour.json"):
+            report = load_fio(self.file(name))
+            if report is not None:
+                rows += fio_clat(report, name[len("fio-"):-len(".json")])
+        return pd.DataFrame(rows, columns=["fio", "job", "direction", "stat", "value_us"])
+
+    def attribution(self):
+        return load_attribution(self.file("attribution.csv"))
+
+    def series(self, cgroup, key):
+        """One counter or gauge as a Series indexed by time_s; v2 names
+        are translated for a cgroup v1 run (run.actual_name)."""
+        s = self.samples
+        if (s["cgroup"] == run.V1_CGROUPS[run.SLICE]).any():
+            cgroup, key = run.actual_name("v1", cgroup, key)
+        sel = s[(s["cgroup"] == cgroup) & (s["key"] == key)]
+        return pd.Series(sel["value"].to_numpy(), index=sel["time_s"].to_numpy(),
+                         name=f"{cgroup}:{key}").sort_index()

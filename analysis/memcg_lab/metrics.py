@@ -1,0 +1,133 @@
+"""Per-run numbers over the measured phase, as one row per run.
+
+Counter deltas come from run.summarise() so a report and a run's
+summary.json never disagree; the rest is arithmetic on them.  Each
+metric says whether lower or higher is better, which fixes the sign of
+the comparison's % difference (positive = better, as in mmtests).
+"""
+from collections import namedtuple
+
+from memcg_lab import run
+
+Metric = namedtuple("Metric", "name label unit better")
+
+NB, DT, SL = run.NEIGHBOUR, run.DIRTIER, run.SLICE
+
+METRICS = [
+    Metric("nb_psi_some_s", "Neighbour PSI some", "s", "lower"),
+    Metric("nb_psi_some_pct", "Neighbour PSI some share", "% of phase", "lower"),
+    Metric("nb_psi_some_probe_pct", "Neighbour PSI some while probing", "% of time", "lower"),
+    Metric("nb_system_probe_pct", "Neighbour system CPU while probing", "% of a CPU", "lower"),
+    Metric("nb_psi_full_s", "Neighbour PSI full", "s", "lower"),
+    Metric("nb_system_s", "Neighbour system CPU", "s", "lower"),
+    Metric("nb_user_s", "Neighbour user CPU", "s", "lower"),
+    Metric("nb_refault_file", "Neighbour file refaults", "pages", "lower"),
+    Metric("probe_bursts", "Probe bursts completed", "count", "higher"),
+    Metric("probe_mean_ms", "Probe fault latency mean", "ms", "lower"),
+    Metric("nb_read_MiBps", "Neighbour read bandwidth", "MiB/s", "higher"),
+    Metric("nb_clat_mean_ms", "Neighbour read clat mean", "ms", "lower"),
+    Metric("dirtier_write_MiBps", "Dirtier write bandwidth", "MiB/s", "higher"),
+    Metric("dirtier_pgscan", "Dirtier pages scanned", "pages", "lower"),
+    Metric("dirtier_efficiency_pct", "Dirtier reclaim efficiency", "%", "higher"),
+    Metric("slice_scan_velocity", "Parent scan velocity", "pages/s", "lower"),
+    Metric("slice_efficiency_pct", "Parent reclaim efficiency", "%", "higher"),
+    Metric("slice_events_max", "Parent memory.events max", "count", "lower"),
+    # System-wide: the only scan counts a cgroup v1 run has.
+    Metric("vm_pgscan_file", "System file pages scanned", "pages", "lower"),
+    Metric("vm_efficiency_pct", "System file reclaim efficiency", "%", "higher"),
+]
+BY_NAME = {m.name: m for m in METRICS}
+
+
+def _ratio(a, b, scale=1.0):
+    if a is None or not b:
+        return None
+    return a / b * scale
+
+
+def run_metrics(summary, fio, probe):
+    """{metric name: value or None} for one run.  fio is load.Run.fio(),
+    probe load.Run.probe_latencies()."""
+    c = summary["counters"]
+    phase_s = summary["phase_s"]
+
+    mode = summary.get("cgroup_mode", "v2")
+
+    def counter(cg, key, scale=1.0):
+        v = c.get("%s:%s" % run.actual_name(mode, cg, key))
+        return None if v is None else v * scale
+
+    def fio_stat(job, direction, stat):
+        sel = fio[(fio["job"] == job) & (fio["direction"] == direction) & (fio["stat"] == stat)]
+        return float(sel["value_us"].iloc[0]) if len(sel) else None
+
+    some_us = counter(NB, "memory.pressure.some.total")
+    read_bw = fio_stat("neighbour-read", "read", "bw_KiBps")
+    write_bw = fio_stat("dirtier", "write", "bw_KiBps")
+    clat = fio_stat("neighbour-read", "read", "mean")
+    lat = probe["latency_us"] if len(probe) else None
+    return {
+        "nb_psi_some_s": None if some_us is None else some_us / 1e6,
+        "nb_psi_some_pct": _ratio(some_us, phase_s * 1e6, 100),
+        "nb_psi_full_s": counter(NB, "memory.pressure.full.total", 1e-6),
+        "nb_system_s": counter(NB, "cpu.stat.system_usec", 1e-6),
+        "nb_user_s": counter(NB, "cpu.stat.user_usec", 1e-6),
+        "nb_refault_file": counter(NB, "memory.stat.workingset_refault_file"),
+        "probe_bursts": None if lat is None else float(len(lat)),
+        "probe_mean_ms": None if lat is None else float(lat.mean()) / 1e3,
+        "nb_read_MiBps": None if read_bw is None else read_bw / 1024,
+        "nb_clat_mean_ms": None if clat is None else clat / 1e3,
+        "dirtier_write_MiBps": None if write_bw is None else write_bw / 1024,
+        "dirtier_pgscan": counter(DT, "memory.stat.pgscan"),
+        "dirtier_efficiency_pct": _ratio(counter(DT, "memory.stat.pgsteal"),
+                                         counter(DT, "memory.stat.pgscan"), 100),
+        "slice_scan_velocity": _ratio(counter(SL, "memory.stat.pgscan"), phase_s),
+        "slice_efficiency_pct": _ratio(counter(SL, "memory.stat.pgsteal"),
+                                       counter(SL, "memory.stat.pgscan"), 100),
+        "slice_events_max": counter(SL, "memory.events.max"),
+        "vm_pgscan_file": counter("-", "vmstat.pgscan_file"),
+        "vm_efficiency_pct": _ratio(counter("-", "vmstat.pgsteal_file"),
+                                    counter("-", "vmstat.pgscan_file"), 100),
+    }
+
+
+def probe_window(probe):
+    """[first burst start, last burst end] in s, or None without bursts."""
+    if not len(probe):
+        return None
+    return (float(probe["start_s"].min()),
+            float((probe["start_s"] + probe["latency_us"] / 1e6).max()))
+
+
+def share_in_window(series, window):
+    """Increase of a usec counter per usec of time between the first and
+    last sample inside window, in %; None without two samples."""
+    if window is None:
+        return None
+    inside = series[(series.index >= window[0]) & (series.index <= window[1])]
+    if len(inside) < 2 or inside.index[-1] == inside.index[0]:
+        return None
+    return float(inside.iloc[-1] - inside.iloc[0]) / (
+        (inside.index[-1] - inside.index[0]) * 1e6) * 100
+
+
+def window_metrics(series, probe):
+    """The neighbour's cost while its probe ran: the measured phase also
+    covers whatever the neighbour's scope does after its workload ends
+    (see analysis/README.md).  series(cgroup, key) is load.Run.series."""
+    w = probe_window(probe)
+    return {
+        "nb_psi_some_probe_pct": share_in_window(series(NB, "memory.pressure.some.total"), w),
+        "nb_system_probe_pct": share_in_window(series(NB, "cpu.stat.system_usec"), w),
+    }
+
+
+def improvement_pct(base, new, better):
+    """mmtests' % difference: positive when new is better than base."""
+    if base is None or new is None:
+        return None
+    if base == 0:
+        return 0.0 if new == 0 else None
+    change = (new - base) / abs(base) * 100
+    # + 0.0 turns -0.0 into 0.0, which prints without a sign.
+    return (-change if better == "lower" else change) + 0.0

@@ -1,0 +1,208 @@
+"""Cover-letter figures, each written as PNG and SVG.
+
+Every function takes tidy tables (or one load.Run) and a path stem and
+returns the files written.  Arms keep one colour in every figure.
+"""
+import matplotlib
+
+matplotlib.use("Agg")  # headless: make report runs without a display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from memcg_lab import run  # noqa: E402
+
+# Fixed per known arm so that a figure's colours do not depend on which
+# arms happen to be in it.
+ARM_COLOURS = {"vanilla": "#4d4d4d", "mglru": "#1f77b4", "keep": "#ff7f0e",
+               "activate": "#2ca02c", "immediate": "#d62728"}
+SPARE = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
+MIB = 1 << 20
+
+
+def arm_colour(arm):
+    if arm in ARM_COLOURS:
+        return ARM_COLOURS[arm]
+    return SPARE[sum(map(ord, arm)) % len(SPARE)]
+
+
+def legend(ax, **kw):
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, **kw)
+
+
+def save(fig, stem):
+    files = []
+    for ext in ("png", "svg"):
+        path = f"{stem}.{ext}"
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+        files.append(path)
+    plt.close(fig)
+    return files
+
+
+def rate(series):
+    """Per-second increase of a counter Series indexed by time_s."""
+    dt = np.diff(series.index.to_numpy(dtype=float))
+    dv = np.diff(series.to_numpy(dtype=float))
+    return series.index.to_numpy()[1:], np.divide(dv, dt, out=np.zeros_like(dv), where=dt > 0)
+
+
+def shade_phases(ax, phases, t0):
+    for i, p in enumerate(phases.itertuples()):
+        ax.axvspan(p.start_s - t0, p.end_s - t0, color="0.9" if i % 2 else "0.95", zorder=0)
+        ax.text(p.start_s - t0, 1.0, p.phase, transform=ax.get_xaxis_transform(),
+                fontsize=7, va="bottom", color="0.4")
+
+
+def timeseries(r, stem):
+    """One run: the dirtier's file LRU, scan/steal rates and the
+    neighbour's PSI, time relative to the measured phase's start."""
+    phases = r.phases()
+    _, t0, _ = run.measured_phase(list(phases.itertuples(index=False, name=None)))
+    fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
+    ax = axes[0]
+    for key, style in [("inactive_file", "-"), ("active_file", "--"), ("file_dirty", ":"),
+                       ("file_writeback", "-.")]:
+        s = r.series(run.DIRTIER, "memory.stat." + key)
+        if len(s):
+            ax.plot(s.index - t0, s.to_numpy() / MIB, style, label=key)
+    ax.set_ylabel("dirtier memory.stat (MiB)")
+    legend(ax, loc="upper right")
+    ax = axes[1]
+    # The parent is drawn wide and pale: when only the dirtier reclaims,
+    # its lines lie exactly on the parent's.
+    for cg, name, lw in [(run.SLICE, "parent", 4), (run.DIRTIER, "dirtier", 1.2),
+                         (run.NEIGHBOUR, "neighbour", 1.2)]:
+        for key, style in [("pgscan", "-"), ("pgsteal", "--")]:
+            s = r.series(cg, "memory.stat." + key)
+            if len(s) > 1:
+                t, v = rate(s)
+                ax.plot(t - t0, v, style, lw=lw, alpha=0.4 if lw > 2 else 1,
+                        label=f"{name} {key}")
+    ax.set_ylabel("reclaim rate (pages/s)")
+    ax.set_yscale("symlog", linthresh=100)
+    legend(ax, loc="upper right", ncol=3)
+    ax = axes[2]
+    for kind, style in [("some", "-"), ("full", "--")]:
+        s = r.series(run.NEIGHBOUR, f"memory.pressure.{kind}.total")
+        if len(s) > 1:
+            t, v = rate(s)
+            # usec stalled per second of wall time, as a share
+            ax.plot(t - t0, v / 1e4, style, color=arm_colour(r.arm), label=f"PSI {kind}")
+    ax.set_ylabel("neighbour memory PSI (% of time)")
+    ax.set_xlabel("time since the measured phase began (s)")
+    legend(ax, loc="upper right")
+    for ax in axes:
+        shade_phases(ax, phases, t0)
+    fig.suptitle(f"{r.scenario} / {r.arm}: {r.name}", fontsize=10)
+    return save(fig, stem)
+
+
+def psi_overlay(runs, stem):
+    """The neighbour's PSI some over the measured phase, one run per arm
+    (runs: {arm: load.Run}), on one axis."""
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    for arm, r in runs.items():
+        phases = r.phases()
+        _, t0, t1 = run.measured_phase(list(phases.itertuples(index=False, name=None)))
+        s = r.series(run.NEIGHBOUR, "memory.pressure.some.total")
+        s = s[(s.index >= t0) & (s.index <= t1)]
+        if len(s) > 1:
+            t, v = rate(s)
+            ax.plot(t - t0, v / 1e4, color=arm_colour(arm), label=f"{arm} ({r.name})")
+    ax.set_xlabel("time since the measured phase began (s)")
+    ax.set_ylabel("neighbour memory PSI some (% of time)")
+    legend(ax, loc="upper right")
+    ax.grid(alpha=0.3)
+    return save(fig, stem)
+
+
+def boxplots(metric_table, arms, names, stem):
+    """Per-arm box plots of per-run values of the given metrics, with the
+    runs drawn on top (a box of three runs hides too much on its own)."""
+    from memcg_lab.metrics import BY_NAME
+    names = [n for n in names if (metric_table["metric"] == n).any()]
+    if not names:
+        return []
+    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 4), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        m = BY_NAME[name]
+        sel = metric_table[metric_table["metric"] == name]
+        data = [sel[sel["arm"] == a]["value"].to_numpy() for a in arms]
+        box = ax.boxplot(data, patch_artist=True, widths=0.5,
+                         medianprops={"color": "black"})
+        for patch, arm in zip(box["boxes"], arms):
+            patch.set_facecolor(arm_colour(arm))
+            patch.set_alpha(0.35)
+        for i, (vals, arm) in enumerate(zip(data, arms), start=1):
+            ax.plot(np.full(len(vals), i), vals, "o", color=arm_colour(arm), ms=4)
+        ax.set_xticks(range(1, len(arms) + 1), [f"{a}\n({len(v)} runs)" for a, v in zip(arms, data)])
+        ax.set_ylabel(f"{m.label} ({m.unit})")
+        ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    return save(fig, stem)
+
+
+def latency_cdf(probe, arms, stem):
+    """Empirical CDF of the neighbour's probe latency, all bursts of an
+    arm pooled."""
+    if probe.empty:
+        return []
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for arm in arms:
+        lat = np.sort(probe[probe["arm"] == arm]["latency_us"].to_numpy(dtype=float)) / 1e3
+        if len(lat):
+            # from (first, 0) so the curve starts on the axis
+            ax.step(np.r_[lat[0], lat], np.r_[0, np.arange(1, len(lat) + 1) / len(lat)],
+                    where="post",
+                    color=arm_colour(arm), label=f"{arm} (n={len(lat)})")
+    ax.set_xscale("log")
+    ax.set_xlabel(f"neighbour fault latency per {'burst'} (ms)")
+    ax.set_ylabel("fraction of bursts")
+    ax.set_ylim(0, 1.02)
+    legend(ax)
+    ax.grid(alpha=0.3)
+    return save(fig, stem)
+
+
+def clat_percentiles(fio, arms, stem, job="neighbour-read", direction="read"):
+    """fio completion latency percentiles per arm (fio reports a few
+    percentiles, not samples, so these are points, one per run)."""
+    sel = fio[(fio["job"] == job) & (fio["direction"] == direction)
+              & fio["stat"].str.match(r"^p[0-9.]+$")]
+    if sel.empty:
+        return []
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for arm in arms:
+        for i, (_, f) in enumerate(sel[sel["arm"] == arm].groupby("run")):
+            q = f["stat"].str[1:].astype(float).to_numpy()
+            order = np.argsort(q)
+            ax.plot(f["value_us"].to_numpy()[order] / 1e3, q[order] / 100, "o-",
+                    color=arm_colour(arm), alpha=0.8, label=arm if i == 0 else None)
+    ax.set_xscale("log")
+    ax.set_xlabel(f"fio {job} {direction} completion latency (ms)")
+    ax.set_ylabel("fraction of reads (percentile / 100)")
+    legend(ax)
+    ax.grid(alpha=0.3)
+    return save(fig, stem)
+
+
+def attribution_heatmap(attribution, arm, stem):
+    """Who scanned whose pages: nr_scanned summed over an arm's runs,
+    reclaimer cgroup by row, owner of the scanned pages by column."""
+    sel = attribution[attribution["arm"] == arm]
+    if sel.empty:
+        return []
+    m = sel.pivot_table(index="reclaimer_cgroup", columns="scanned_cgroup",
+                        values="nr_scanned", aggfunc="sum", fill_value=0)
+    fig, ax = plt.subplots(figsize=(1.5 + 1.2 * m.shape[1], 1.2 + 0.6 * m.shape[0]))
+    im = ax.imshow(m.to_numpy(), cmap="viridis", aspect="auto")
+    ax.set_xticks(range(m.shape[1]), m.columns, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(m.shape[0]), m.index, fontsize=8)
+    for (i, j), v in np.ndenumerate(m.to_numpy()):
+        ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=7, color="w")
+    ax.set_xlabel("cgroup owning the scanned pages")
+    ax.set_ylabel("reclaiming cgroup")
+    fig.colorbar(im, ax=ax, label="pages scanned")
+    ax.set_title(f"{arm}: reclaim attribution", fontsize=10)
+    return save(fig, stem)

@@ -1,0 +1,138 @@
+"""A report folder from a results tree: tables, figures and an index.
+
+Output goes to RESULTS/report/<UTC timestamp>/; an existing folder is
+never written into, so an earlier report stays as it was.
+"""
+import datetime
+import os
+
+from memcg_lab import collect, plots, stats, tables
+
+BOX_METRICS = ["nb_psi_some_s", "nb_system_s"]
+
+
+class ReportError(Exception):
+    pass
+
+
+def claim_folder(results, stamp=None):
+    stamp = stamp or datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = os.path.join(results, "report", stamp)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    try:
+        os.mkdir(out)
+    except FileExistsError:
+        raise ReportError(f"{out} exists: a report is never overwritten") from None
+    return out
+
+
+def choose_baseline(arms, wanted):
+    """(baseline, note): the asked-for arm, else vanilla, else the first."""
+    if wanted in arms:
+        return wanted, None
+    fallback = "vanilla" if "vanilla" in arms else arms[0]
+    return fallback, f"baseline arm {wanted} has no valid runs here; compared against {fallback}"
+
+
+def representative_run(ds, scenario, arm):
+    """The run of an arm whose neighbour PSI some is the median (the
+    first run when that metric is missing): one time series per arm."""
+    runs = ds.valid_runs(scenario)
+    runs = runs[runs["arm"] == arm]
+    if "nb_psi_some_s" in runs and runs["nb_psi_some_s"].notna().any():
+        runs = runs.sort_values("nb_psi_some_s")
+    return runs.iloc[(len(runs) - 1) // 2]["run"]
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def scenario_section(ds, scenario, out, baseline_wanted):
+    """Tables and figures of one scenario; returns (markdown, cover text)."""
+    arms = ds.arms(scenario)
+    sdir = os.path.join(out, scenario)
+    os.makedirs(sdir)
+    md = [f"## {scenario}", ""]
+    if not arms:
+        md += ["No valid runs: nothing compared.", ""]
+        return "\n".join(md), f"{scenario}: no valid runs\n"
+    baseline, note = choose_baseline(arms, baseline_wanted)
+    notes = ds.notes.get(scenario, []) + ([note] if note else [])
+    few = [a for a in arms if (ds.valid_runs(scenario)["arm"] == a).sum() < 2]
+    if few:
+        notes.append(f"fewer than two valid runs in {', '.join(few)}: no stddev and no "
+                     "t-test there; a difference needs RUNS=5 or so to mean anything")
+    md += [f"- {n}" for n in notes] + ([""] if notes else [])
+    metric_table = ds.metrics[ds.metrics["scenario"] == scenario]
+    cmp = stats.compare(metric_table, arms, baseline)
+    cmp.to_csv(os.path.join(sdir, "compare.csv"), index=False)
+    text = tables.compare_text(cmp, scenario)
+    write(os.path.join(sdir, "compare.txt"), text)
+    cmp_md = tables.compare_markdown(cmp, scenario)
+    write(os.path.join(sdir, "compare.md"), cmp_md)
+    pct = stats.latency_percentiles(ds.probe[ds.probe["scenario"] == scenario],
+                                    ds.fio[ds.fio["scenario"] == scenario], arms)
+    pct.to_csv(os.path.join(sdir, "percentiles.csv"), index=False)
+    pct_text = tables.percentile_text(pct)
+    write(os.path.join(sdir, "percentiles.txt"), pct_text)
+    md += [cmp_md, tables.percentile_markdown(pct), "### Figures", ""]
+
+    figs = []
+    shown = {arm: ds.loaded[representative_run(ds, scenario, arm)] for arm in arms}
+    for arm, r in shown.items():
+        figs += plots.timeseries(r, os.path.join(sdir, f"timeseries-{arm}"))
+    figs += plots.psi_overlay(shown, os.path.join(sdir, "neighbour-psi"))
+    figs += plots.boxplots(metric_table, arms, BOX_METRICS, os.path.join(sdir, "neighbour-cost"))
+    probe = ds.probe[ds.probe["scenario"] == scenario]
+    figs += plots.latency_cdf(probe, arms, os.path.join(sdir, "probe-latency-cdf"))
+    fio = ds.fio[ds.fio["scenario"] == scenario]
+    figs += plots.clat_percentiles(fio, arms, os.path.join(sdir, "fio-clat"))
+    attr = ds.attribution[ds.attribution["scenario"] == scenario]
+    if attr.empty:
+        md += ["- attribution heat map: skipped, no run has attribution.csv "
+               "(the tracefs reader did not run)", ""]
+    for arm in arms:
+        figs += plots.attribution_heatmap(attr, arm, os.path.join(sdir, f"attribution-{arm}"))
+    md += [f"![{os.path.basename(f)}]({os.path.relpath(f, out)})" for f in figs if f.endswith(".png")]
+    md.append("")
+    cover_notes = "".join(f"note: {n}\n" for n in notes)
+    return "\n".join(md), text + cover_notes + "\n" + pct_text
+
+
+def build(results, baseline="vanilla", stamp=None):
+    """Writes the report; returns (folder, dataset)."""
+    if not os.path.isdir(results):
+        raise ReportError(f"{results}: no such results folder")
+    ds = collect.Dataset(results)
+    if ds.runs.empty:
+        raise ReportError(f"{results}: no run folders (<timestamp>-<arm>) found")
+    out = claim_folder(results, stamp)
+    ds.runs.to_csv(os.path.join(out, "runs.csv"), index=False)
+    ds.metrics.to_csv(os.path.join(out, "metrics.csv"), index=False)
+    ds.probe.to_csv(os.path.join(out, "probe-latency.csv"), index=False)
+    ds.fio.to_csv(os.path.join(out, "fio.csv"), index=False)
+    if not ds.attribution.empty:
+        ds.attribution.to_csv(os.path.join(out, "attribution.csv"), index=False)
+    excluded = ds.excluded()
+    md = [f"# memcg-lab report: {results}", "",
+          f"{len(ds.runs)} run folders, {int(ds.runs['valid'].sum())} used, "
+          f"{len(excluded)} excluded.", ""]
+    if len(excluded):
+        md += ["## Excluded runs", "", "| run | reason |", "|---|---|"]
+        md += [f"| {r.run} | {r.reason} |" for r in excluded.itertuples()]
+        md.append("")
+        write(os.path.join(out, "excluded.txt"),
+              "".join(f"{r.run}: {r.reason}\n" for r in excluded.itertuples()))
+    cover = []
+    for scenario in ds.scenarios():
+        section, text = scenario_section(ds, scenario, out, baseline)
+        md.append(section)
+        cover.append(text)
+    if len(excluded):
+        cover.append(f"{len(excluded)} run(s) excluded, see excluded.txt\n")
+    write(os.path.join(out, "cover-letter.txt"), "\n".join(cover))
+    write(os.path.join(out, "report.md"), "\n".join(md))
+    return out, ds

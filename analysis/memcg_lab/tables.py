@@ -1,0 +1,119 @@
+"""The comparison and percentile tables as cover-letter text (mmtests'
+compare-kernels layout) and Markdown; CSV is the tidy frame itself."""
+import math
+
+LEGEND = ("% is the difference to the baseline arm, positive = better "
+          "(lower cost or higher throughput);\n"
+          "*  x%* marks Welch's t-test p < 0.05, (  x%) not significant; "
+          "'Signif' gives p and whether the runs' [min, max] ranges overlap.")
+ROWS = [("Amean", "mean", "pct_mean"), ("Stddev", "stddev", "pct_stddev"),
+        ("CoeffVar", "coeffvar", "pct_coeffvar"), ("Min", "min", None), ("Max", "max", None)]
+
+
+def num(v, width=10):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return f"{'n/a':>{width}}"
+    a = abs(v)
+    fmt = ".2f" if a < 1e5 else ".0f"
+    return f"{v:{width}{fmt}}"
+
+
+def pct(v, significant=False):
+    if v is None or math.isnan(v):
+        return "(    n/a )"
+    s = f"{v:7.2f}%"
+    return f"*{s}*" if significant else f"({s})"
+
+
+def metric_title(r):
+    return f"{r['label']} ({r['unit']})"
+
+
+def compare_text(table, scenario):
+    """mmtests layout: per metric an Amean row with each arm's mean and %
+    difference, then Stddev, CoeffVar, Min, Max and significance."""
+    if table.empty:
+        return f"{scenario}: no valid runs to compare\n"
+    arms = list(dict.fromkeys(table["arm"]))
+    baseline = table["baseline"].iloc[0]
+    width = max(len(metric_title(r)) for _, r in table.iterrows()) + 2
+    cell = 21
+    n = table.groupby("arm")["n"].max()
+    lines = [f"{scenario}: baseline {baseline}", LEGEND, "",
+             " " * (10 + width) + "".join(f"{a:>{cell}}" for a in arms),
+             " " * (10 + width) + "".join(f"{f'({n[a]} runs)':>{cell}}" for a in arms)]
+    for metric, rows in table.groupby("metric", sort=False):
+        rows = rows.set_index("arm").loc[arms]
+        title = metric_title(rows.iloc[0])
+        for name, col, pcol in ROWS:
+            cells = []
+            for arm in arms:
+                r = rows.loc[arm]
+                c = num(r[col])
+                if pcol:
+                    sig = pcol == "pct_mean" and bool(r["significant"])
+                    c += " " + pct(r[pcol], sig)
+                cells.append(f"{c:>{cell}}")
+            lines.append(f"{name:<10}{title:<{width}}" + "".join(cells))
+        sig = []
+        for arm in arms:
+            r = rows.loc[arm]
+            if arm == baseline or r["ranges_overlap"] is None:
+                sig.append(f"{'':>{cell}}")
+                continue
+            p = "p=n/a" if math.isnan(r["welch_p"]) else f"p={r['welch_p']:.3f}"
+            ov = "overlap" if r["ranges_overlap"] else "disjoint"
+            sig.append(f"{p + ' ' + ov:>{cell}}")
+        lines.append(f"{'Signif':<10}{title:<{width}}" + "".join(sig))
+    return "\n".join(lines) + "\n"
+
+
+def compare_markdown(table, scenario):
+    if table.empty:
+        return f"{scenario}: no valid runs to compare\n"
+    arms = list(dict.fromkeys(table["arm"]))
+    baseline = table["baseline"].iloc[0]
+    head = "| metric | " + " | ".join(arms) + " |"
+    lines = [f"**{scenario}**, baseline `{baseline}`: mean ± stddev (% difference, "
+             "positive = better; **bold** = Welch p < 0.05; ∩ = ranges overlap, "
+             "∅ = disjoint)", "", head, "|---" * (len(arms) + 1) + "|"]
+    for metric, rows in table.groupby("metric", sort=False):
+        rows = rows.set_index("arm").loc[arms]
+        cells = []
+        for arm in arms:
+            r = rows.loc[arm]
+            c = f"{num(r['mean'], 0)} ± {num(r['stddev'], 0)}"
+            if arm != baseline:
+                p = "n/a" if math.isnan(r["pct_mean"]) else f"{r['pct_mean']:+.2f}%"
+                p = f"**{p}**" if r["significant"] else p
+                ov = "" if r["ranges_overlap"] is None else (" ∩" if r["ranges_overlap"] else " ∅")
+                c += f" ({p}{ov})"
+            cells.append(c)
+        lines.append(f"| {metric_title(rows.iloc[0])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+PCOLS = ["p50", "p90", "p99", "max"]
+
+
+def percentile_text(table):
+    if table.empty:
+        return "no latency data\n"
+    w = max(len(s) for s in table["source"]) + 2
+    lines = ["latency percentiles (ms)",
+             f"{'source':<{w}}{'arm':<12}{'n':>6}" + "".join(f"{c:>12}" for c in PCOLS)]
+    for _, r in table.iterrows():
+        lines.append(f"{r['source']:<{w}}{r['arm']:<12}{r['n']:>6}"
+                     + "".join(num(r[c], 12) for c in PCOLS))
+    return "\n".join(lines) + "\n"
+
+
+def percentile_markdown(table):
+    if table.empty:
+        return "no latency data\n"
+    lines = ["| source | arm | n | " + " | ".join(f"{c} (ms)" for c in PCOLS) + " |",
+             "|---" * (3 + len(PCOLS)) + "|"]
+    for _, r in table.iterrows():
+        lines.append(f"| {r['source']} | {r['arm']} | {r['n']} | "
+                     + " | ".join(num(r[c], 0) for c in PCOLS) + " |")
+    return "\n".join(lines) + "\n"

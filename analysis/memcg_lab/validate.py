@@ -1,0 +1,110 @@
+"""Which runs may be compared, and why the others may not.
+
+A run that is incomplete, failed, mislabelled or missed its
+precondition is excluded with a reason; so are runs of one arm whose
+kernel or parameters differ from the rest of that arm, because a mean
+over them would describe no kernel in particular.
+"""
+from collections import Counter
+
+REQUIRED = ["status.txt", "provenance.txt", "samples.csv", "phases.csv",
+            "params-resolved.env", "kernel-build-id.txt"]
+
+# Set by bash itself, by the runner per run or by the lab's plumbing
+# (paths of its own scripts): they differ between identical experiments.
+# Revisions of the lab itself are reported as notes instead.
+VOLATILE_PARAMS = {"FUNCNAME", "DIRSTACK", "BASH_ARGC", "BASH_ARGV", "BASH_LINENO",
+                   "BASH_SOURCE", "BASH_VERSINFO", "BASH_VERSION", "THROTTLE_REQUESTS",
+                   "OUT", "ARM", "LAB", "SCENARIO_DIR"}
+
+
+def run_problem(r, summary, error=None):
+    """Why run r (a load.Run) cannot be used on its own, or None.
+    summary is run.summarise()'s result, or None when it raised error;
+    an unfinished run is called incomplete before anything else."""
+    missing = [f for f in REQUIRED if not r.has(f)]
+    if "status.txt" in missing:
+        return "incomplete: status.txt missing (still running, or the host runner died)"
+    if r.status.get("result") != "ok":
+        return f"failed: result={r.status.get('result')} {r.status.get('reason', '')}".rstrip()
+    if missing:
+        return "incomplete: missing " + ", ".join(missing)
+    if r.folder_arm is not None and r.provenance.get("arm") != r.folder_arm:
+        return (f"mislabelled: folder says arm {r.folder_arm}, provenance.txt says "
+                f"arm={r.provenance.get('arm')}")
+    if r.params.get("ARM", r.arm) != r.arm:
+        return f"mislabelled: provenance arm={r.arm}, guest ran ARM={r.params.get('ARM')}"
+    if summary is None:
+        return f"unreadable: {error}"
+    pre = summary["precondition"]
+    if pre["met"] is False:
+        median = pre.get("writeback_of_file_lru_median")
+        got = "no dirtier samples" if median is None else f"median {median:.1%}"
+        return (f"precondition not met: dirtier writeback share of file LRU {got} "
+                f"< {pre['threshold']:.0%}")
+    return None
+
+
+def comparable_params(params):
+    return {k: v for k, v in params.items() if k not in VOLATILE_PARAMS}
+
+
+def _odd_ones_out(values, what):
+    """{index: reason} for entries differing from the majority value; all
+    of them when there is no majority."""
+    counts = Counter(values.values())
+    if len(counts) <= 1:
+        return {}
+    (top, n_top), *rest = counts.most_common()
+    if rest and rest[0][1] == n_top:
+        return {i: f"mixed arm: {what} differ with no majority ({len(counts)} variants)"
+                for i in values}
+    return {i: f"mixed arm: {what} {describe(v)} differs from the arm's {describe(top)}"
+            for i, v in values.items() if v != top}
+
+
+def describe(value):
+    if isinstance(value, tuple):
+        return "{" + ", ".join(f"{k}={v}" for k, v in value) + "}"
+    return str(value)
+
+
+def arm_problems(runs):
+    """{run index: reason} for runs of one (scenario, arm) group that do not
+    match the group's kernel build id, parameters or SET overrides."""
+    builds = {i: r.build_id for i, r in runs.items()}
+    problems = _odd_ones_out(builds, "kernel build id")
+    rest = {i: r for i, r in runs.items() if i not in problems}
+    params = {i: tuple(sorted(comparable_params(r.params).items())) for i, r in rest.items()}
+    bad = _odd_ones_out(params, "parameters")
+    if bad:
+        # Name the differing parameters rather than dumping them all.
+        common = set.intersection(*(set(p) for p in params.values()))
+        diff = {i: tuple(sorted(set(p) - common)) for i, p in params.items()}
+        bad = {i: f"mixed arm: parameters {describe(diff[i])} differ from the rest of the arm"
+               for i in bad}
+    problems.update(bad)
+    return problems
+
+
+def scenario_notes(valid):
+    """Warnings (not exclusions) about arms of one scenario that differ in
+    more than the arm: parameters or the host-side SET."""
+    notes = []
+    by_arm = {}
+    for r in valid:
+        by_arm.setdefault(r.arm, r)
+    reps = list(by_arm.values())
+    for other in reps[1:]:
+        a, b = comparable_params(reps[0].params), comparable_params(other.params)
+        keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        if keys:
+            notes.append(f"arms {reps[0].arm} and {other.arm} differ in parameters: "
+                         + ", ".join(f"{k}={a.get(k)!r}/{b.get(k)!r}" for k in keys))
+    revs = sorted({r.provenance.get("git_revision", "?") for r in valid})
+    if len(revs) > 1:
+        notes.append("runs come from different lab git revisions: " + ", ".join(r[:12] for r in revs))
+    dirty = sorted(r.name for r in valid if r.provenance.get("git_dirty") == "yes")
+    if dirty:
+        notes.append("runs made from an uncommitted lab tree (git_dirty=yes): " + ", ".join(dirty))
+    return notes

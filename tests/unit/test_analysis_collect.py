@@ -1,0 +1,197 @@
+"""Loading the fixture runs (trimmed real runs, tests/fixtures/runs) and
+the reasons runs are excluded.  Broken runs are made in tmp_path from
+copies of the real ones; each test says what it changed."""
+import os
+import shutil
+
+import pytest
+
+from memcg_lab import collect, load, run
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "fixtures", "runs")
+VANILLA = "dirty-neighbour/20261203T231532Z-vanilla"
+MGLRU = "dirty-neighbour/20261203T232812Z-mglru"   # real, but has no status.txt
+SMOKE = "smoke/20261203T232633Z-vanilla"
+
+
+def copy_run(tmp_path, src, dest=None):
+    path = tmp_path / (dest or src)
+    shutil.copytree(os.path.join(FIXTURES, src), path)
+    return path
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def reasons(tmp_path):
+    d = collect.Dataset(tmp_path)
+    return dict(zip(d.runs["run"], d.runs["reason"]))
+
+
+def test_fixture_tree_loads_into_tidy_tables():
+    d = collect.Dataset(FIXTURES)
+    assert sorted(d.runs["run"]) == sorted([VANILLA, MGLRU, SMOKE])
+    assert d.runs.set_index("run").loc[VANILLA, "valid"]
+    v = d.metrics[d.metrics["run"] == VANILLA].set_index("metric")["value"]
+    # the real run's summary.json: some.total 90722546 us over 111.93 s
+    assert v["nb_psi_some_s"] == pytest.approx(90.722546)
+    assert v["nb_psi_some_pct"] == pytest.approx(90.722546 / 111.93 * 100)
+    assert v["probe_bursts"] == 12
+    assert v["dirtier_efficiency_pct"] == pytest.approx(112718 / 30622082 * 100)
+    assert len(d.probe[d.probe["run"] == VANILLA]) == 12
+    assert set(d.fio[d.fio["run"] == VANILLA]["job"]) == {"dirtier", "neighbour-read"}
+    assert d.attribution.empty
+
+
+def test_run_without_status_is_incomplete():
+    assert reasons(FIXTURES)[MGLRU].startswith("incomplete: status.txt missing")
+
+
+def test_fio_report_after_signal_lines_is_parsed():
+    # the real mglru fio-dirtier.json starts with "fio: terminating on signal 2"
+    r = load.Run(os.path.join(FIXTURES, MGLRU))
+    assert open(r.file("fio-dirtier.json")).read().startswith("\nfio: terminating")
+    f = r.fio()
+    assert len(f[(f["job"] == "dirtier") & (f["stat"] == "p50")]) == 1
+
+
+def test_failed_run_is_excluded_with_its_reason(tmp_path):
+    p = copy_run(tmp_path, VANILLA)
+    (p / "status.txt").write_text("result=failed\nreason=guest hang: no console output for 180 s\n")
+    assert reasons(tmp_path)[VANILLA] == "failed: result=failed guest hang: no console output for 180 s"
+
+
+def test_missing_samples_is_incomplete(tmp_path):
+    p = copy_run(tmp_path, VANILLA)
+    (p / "samples.csv").unlink()
+    assert reasons(tmp_path)[VANILLA] == "incomplete: missing samples.csv"
+
+
+def test_broken_samples_are_unreadable(tmp_path):
+    p = copy_run(tmp_path, VANILLA)
+    with open(p / "samples.csv", "a") as f:
+        f.write("1,2,3\n")
+    assert "unreadable:" in reasons(tmp_path)[VANILLA]
+    assert "expected 4 fields" in reasons(tmp_path)[VANILLA]
+
+
+def test_failed_precondition_is_excluded(tmp_path):
+    # transform: the dirtier's file_writeback samples set to 0
+    p = copy_run(tmp_path, VANILLA)
+    lines = (p / "samples.csv").read_text().splitlines()
+    out = [",".join(l.split(",")[:3] + ["0"]) if ",memory.stat.file_writeback," in l else l
+           for l in lines]
+    (p / "samples.csv").write_text("\n".join(out) + "\n")
+    assert reasons(tmp_path)[VANILLA] == ("precondition not met: dirtier writeback share "
+                                         "of file LRU median 0.0% < 80%")
+
+
+def test_folder_and_provenance_arms_must_agree(tmp_path):
+    p = copy_run(tmp_path, VANILLA, "dirty-neighbour/20261203T231532Z-keep")
+    assert "mislabelled: folder says arm keep" in reasons(tmp_path)[
+        "dirty-neighbour/20261203T231532Z-keep"]
+    assert p.exists()
+
+
+def test_odd_kernel_build_id_in_an_arm_is_excluded(tmp_path):
+    # three copies of the real vanilla run; the third claims another kernel
+    for n in ("", ".2", ".3"):
+        copy_run(tmp_path, VANILLA, VANILLA + n)
+    (tmp_path / (VANILLA + ".3") / "kernel-build-id.txt").write_text("deadbeef\n")
+    r = reasons(tmp_path)
+    assert r[VANILLA] == "" and r[VANILLA + ".2"] == ""
+    assert r[VANILLA + ".3"].startswith("mixed arm: kernel build id deadbeef differs")
+
+
+def test_build_ids_without_majority_exclude_the_arm(tmp_path):
+    copy_run(tmp_path, VANILLA)
+    copy_run(tmp_path, VANILLA, VANILLA + ".2")
+    (tmp_path / (VANILLA + ".2") / "kernel-build-id.txt").write_text("deadbeef\n")
+    assert all("no majority" in v for v in reasons(tmp_path).values())
+
+
+def test_odd_parameters_in_an_arm_are_excluded(tmp_path):
+    for n in ("", ".2", ".3"):
+        copy_run(tmp_path, VANILLA, VANILLA + n)
+    edit(tmp_path / (VANILLA + ".2") / "params-resolved.env", "PARENT_MAX_MB=592", "PARENT_MAX_MB=600")
+    r = reasons(tmp_path)
+    assert "PARENT_MAX_MB=600" in r[VANILLA + ".2"]
+    assert r[VANILLA] == "" and r[VANILLA + ".3"] == ""
+
+
+def test_lab_plumbing_parameters_do_not_split_an_arm(tmp_path):
+    copy_run(tmp_path, VANILLA)
+    copy_run(tmp_path, VANILLA, VANILLA + ".2")
+    with open(tmp_path / (VANILLA + ".2") / "params-resolved.env", "a") as f:
+        f.write("SCENARIO_DIR=/lab\nFUNCNAME=([0]=x)\n")
+    assert set(reasons(tmp_path).values()) == {""}
+
+
+def test_arms_differing_in_parameters_get_a_note(tmp_path):
+    copy_run(tmp_path, VANILLA)
+    p = copy_run(tmp_path, MGLRU)
+    (p / "status.txt").write_text("result=ok\n")   # transform: the real run has none
+    edit(p / "params-resolved.env", "PARENT_MAX_MB=592", "PARENT_MAX_MB=600")
+    d = collect.Dataset(tmp_path)
+    assert d.runs["valid"].all()
+    assert any("PARENT_MAX_MB='592'/'600'" in n for n in d.notes["dirty-neighbour"])
+    assert any("different lab git revisions" in n for n in d.notes["dirty-neighbour"])
+
+
+def test_report_folders_are_not_runs(tmp_path):
+    copy_run(tmp_path, SMOKE)
+    (tmp_path / "report" / "20261203T000000Z-vanilla").mkdir(parents=True)
+    assert load.find_runs(tmp_path) == [str(tmp_path / SMOKE)]
+
+
+def test_attribution_columns_are_checked(tmp_path):
+    p = copy_run(tmp_path, VANILLA)
+    (p / "attribution.csv").write_text("reclaimer_cgroup,nr_scanned\nx,1\n")
+    assert "missing columns" in reasons(tmp_path)[VANILLA]
+    with pytest.raises(run.RunError):
+        load.Run(p).attribution()
+
+
+def test_run_summary_cli_agrees_with_the_report(tmp_path):
+    # lab/run-scenario.sh's call: run_summary.py RUN_DIR writes summary.json
+    import json
+    import subprocess
+    import sys
+    p = copy_run(tmp_path, VANILLA)
+    script = os.path.join(os.path.dirname(os.path.dirname(run.__file__)), "run_summary.py")
+    done = subprocess.run([sys.executable, script, str(p)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    s = json.loads((p / "summary.json").read_text())
+    assert s["precondition"]["met"] is True
+    d = collect.Dataset(tmp_path)
+    v = d.metrics.set_index("metric")["value"]
+    assert v["nb_system_s"] * 1e6 == pytest.approx(
+        s["counters"]["lab.slice/neighbour.scope:cpu.stat.system_usec"])
+    assert v["probe_bursts"] == s["probe_latency_us"]["n"]
+
+
+def test_run_in_progress_is_incomplete_not_unreadable(tmp_path):
+    # a run the guest is still writing: no status.txt and no phases.csv yet
+    p = copy_run(tmp_path, VANILLA)
+    (p / "status.txt").unlink()
+    (p / "phases.csv").unlink()
+    assert reasons(tmp_path)[VANILLA].startswith("incomplete: status.txt missing")
+
+
+def test_attribution_in_lab_reclaim_attrib_format_is_loaded(tmp_path):
+    # header and row shape of guest-rootfs/tools/lab-reclaim-attrib.c
+    # (extra columns, reclaim_ns left empty); values made up for the test
+    p = copy_run(tmp_path, VANILLA)
+    (p / "attribution.csv").write_text(
+        "reclaimer_cgroup,scanned_cgroup,target_cgroup,lru,nr_scanned,"
+        "nr_reclaimed,nr_writeback,nr_immediate,events,reclaim_ns\n"
+        "lab.slice/neighbour.scope,lab.slice/dirtier.scope,lab.slice,file,100,5,90,3,7,\n"
+        "lab.slice/neighbour.scope,lab.slice/dirtier.scope,lab.slice,anon,20,1,0,0,2,\n")
+    d = collect.Dataset(tmp_path)
+    assert d.runs["valid"].all()
+    a = d.attribution
+    assert list(a["nr_scanned"]) == [100, 20] and a["reclaim_ns"].isna().all()

@@ -1,0 +1,160 @@
+"""make report's pieces on the fixture runs: the table layout, the
+figures and the report folder.  Runs 2 and 3 of an arm are synthetic:
+copies of the real fixture run whose neighbour counters are scaled by a
+fixed factor (scale_neighbour), labelled by a .N folder suffix."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from memcg_lab import collect, notebook, plots, report, stats, tables
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(os.path.dirname(HERE), "fixtures", "runs")
+ANALYSIS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "analysis")
+VANILLA = "dirty-neighbour/20261203T231532Z-vanilla"
+MGLRU = "dirty-neighbour/20261203T232812Z-mglru"
+
+
+def scale_neighbour(path, factor):
+    """Synthetic transform: the neighbour's PSI and CPU counters x factor."""
+    lines = (path / "samples.csv").read_text().splitlines()
+    out = [lines[0]]
+    for line in lines[1:]:
+        t, cg, key, v = line.split(",")
+        if cg == "lab.slice/neighbour.scope" and key.startswith(("memory.pressure", "cpu.stat")):
+            v = repr(float(v) * factor)
+        out.append(",".join([t, cg, key, v]))
+    (path / "samples.csv").write_text("\n".join(out) + "\n")
+
+
+@pytest.fixture
+def results(tmp_path):
+    """Three vanilla and three mglru runs of dirty-neighbour."""
+    for src in (VANILLA, MGLRU):
+        shutil.copytree(os.path.join(FIXTURES, src), tmp_path / src)
+        for n, factor in ((".2", 1.1), (".3", 0.9)):
+            shutil.copytree(os.path.join(FIXTURES, src), tmp_path / (src + n))
+            scale_neighbour(tmp_path / (src + n), factor)
+    for n in ("", ".2", ".3"):
+        # the real mglru run has no status.txt (its host runner never wrote one)
+        (tmp_path / (MGLRU + n) / "status.txt").write_text("result=ok\nreason=\n")
+    return tmp_path
+
+
+def test_synthetic_runs_scale_the_neighbour_cost(results):
+    d = collect.Dataset(results)
+    v = d.metrics[d.metrics["metric"] == "nb_psi_some_s"].set_index("run")["value"]
+    assert v[VANILLA + ".2"] == pytest.approx(v[VANILLA] * 1.1)
+    assert d.runs["valid"].all()
+
+
+def test_mmtests_layout(results):
+    d = collect.Dataset(results)
+    c = stats.compare(d.metrics, ["vanilla", "mglru"], "vanilla")
+    text = tables.compare_text(c, "dirty-neighbour").splitlines()
+    assert text[0] == "dirty-neighbour: baseline vanilla"
+    header = next(i for i, l in enumerate(text) if l.split() == ["vanilla", "mglru"])
+    assert text[header + 1].split() == ["(3", "runs)", "(3", "runs)"]
+    body = text[header + 2:]
+    # per metric: Amean, Stddev, CoeffVar, Min, Max, Signif, in that order
+    assert [l.split()[0] for l in body[:6]] == ["Amean", "Stddev", "CoeffVar", "Min", "Max", "Signif"]
+    assert all("Neighbour PSI some (s)" in l for l in body[:6])
+    # vanilla mean of 90.72 * (1, 1.1, 0.9) = 90.72; mglru 57.72:
+    # (90.722546 - 57.722333) / 90.722546 = 36.37% better
+    amean = body[0]
+    assert "90.72 (   0.00%)" in amean
+    assert "57.72 *  36.37%*" in amean
+    assert "disjoint" in body[5] and "p=0.00" in body[5]
+    md = tables.compare_markdown(c, "dirty-neighbour").splitlines()
+    assert md[2] == "| metric | vanilla | mglru |"
+    assert any(l.startswith("| Neighbour PSI some (s) | 90.72 ± 9.07 | 57.72 ± 5.77 (**+36.37%** ∅)")
+               for l in md)
+
+
+def test_percentile_table_layout(results):
+    d = collect.Dataset(results)
+    p = stats.latency_percentiles(d.probe, d.fio, ["vanilla", "mglru"])
+    text = tables.percentile_text(p).splitlines()
+    assert text[1].split() == ["source", "arm", "n", "p50", "p90", "p99", "max"]
+    probe = [l for l in text if l.startswith("probe fault latency") and "vanilla" in l][0]
+    # 3 copies of the real 12 bursts, sorted b0..b11 each three times:
+    # p50 at 17.5 = (b5 + b6) / 2, p90 at 31.5 = b10, p99 at 34.65 = b11
+    assert probe.split()[-5:] == ["36", "4575.80", "7045.93", "7178.91", "7178.91"]
+
+
+def test_plots_are_written(results, tmp_path):
+    d = collect.Dataset(results)
+    files = plots.timeseries(d.loaded[VANILLA], str(tmp_path / "ts"))
+    files += plots.boxplots(d.metrics, ["vanilla", "mglru"], ["nb_psi_some_s"], str(tmp_path / "box"))
+    files += plots.latency_cdf(d.probe, ["vanilla", "mglru"], str(tmp_path / "cdf"))
+    assert sorted(os.path.basename(f) for f in files) == [
+        "box.png", "box.svg", "cdf.png", "cdf.svg", "ts.png", "ts.svg"]
+    for f in files:
+        assert os.path.getsize(f) > 5000
+    with open(files[0], "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_attribution_heatmap(tmp_path):
+    a = pd.DataFrame({"arm": "vanilla", "reclaimer_cgroup": ["lab.slice/neighbour.scope"] * 2,
+                      "scanned_cgroup": ["lab.slice/dirtier.scope", "lab.slice/neighbour.scope"],
+                      "nr_scanned": [1000, 10], "nr_reclaimed": [5, 9], "reclaim_ns": [1, 2]})
+    files = plots.attribution_heatmap(a, "vanilla", str(tmp_path / "attr"))
+    assert [os.path.getsize(f) > 0 for f in files] == [True, True]
+    assert plots.attribution_heatmap(a, "mglru", str(tmp_path / "none")) == []
+
+
+def test_arm_colours_are_fixed():
+    assert plots.arm_colour("vanilla") != plots.arm_colour("mglru")
+    assert plots.arm_colour("somenewarm") == plots.arm_colour("somenewarm")
+
+
+def test_report_folder(results):
+    out, ds = report.build(str(results), "vanilla", stamp="20261204T000000Z")
+    assert out == os.path.join(str(results), "report", "20261204T000000Z")
+    sdir = os.path.join(out, "dirty-neighbour")
+    for name in ("compare.txt", "compare.csv", "compare.md", "percentiles.csv",
+                 "timeseries-vanilla.png", "timeseries-mglru.svg", "neighbour-cost.png",
+                 "probe-latency-cdf.png", "fio-clat.png"):
+        assert os.path.getsize(os.path.join(sdir, name)) > 0, name
+    md = open(os.path.join(out, "report.md")).read()
+    assert "attribution heat map: skipped" in md
+    assert "6 run folders, 6 used, 0 excluded" in md
+    cover = open(os.path.join(out, "cover-letter.txt")).read()
+    assert "Amean     Neighbour PSI some (s)" in cover
+    with pytest.raises(report.ReportError, match="never overwritten"):
+        report.build(str(results), "vanilla", stamp="20261204T000000Z")
+
+
+def test_report_lists_excluded_runs(results):
+    (results / (MGLRU + ".3") / "status.txt").write_text("result=failed\nreason=hard timeout\n")
+    out, _ = report.build(str(results), "vanilla", stamp="x")
+    assert open(os.path.join(out, "excluded.txt")).read() == (
+        f"{MGLRU}.3: failed: result=failed hard timeout\n")
+    assert "(2 runs)" in open(os.path.join(out, "dirty-neighbour", "compare.txt")).read()
+    assert "1 run(s) excluded" in open(os.path.join(out, "cover-letter.txt")).read()
+
+
+def test_missing_baseline_falls_back_with_a_note(results):
+    out, _ = report.build(str(results), "immediate", stamp="x")
+    md = open(os.path.join(out, "report.md")).read()
+    assert "baseline arm immediate has no valid runs here; compared against vanilla" in md
+
+
+def test_cli_without_runs_fails_clearly(tmp_path):
+    p = subprocess.run([sys.executable, os.path.join(ANALYSIS, "report.py"), str(tmp_path)],
+                       capture_output=True, text=True)
+    assert p.returncode == 1
+    assert "no run folders" in p.stderr
+
+
+def test_notebook_source_is_percent_format():
+    cells = notebook.percent_cells(open(notebook.SOURCE).read())
+    assert cells[0][0] == "markdown" and cells[0][1].startswith("# memcg-lab report")
+    assert any(k == "code" and "MEMCG_LAB_REPORT" in s for k, s in cells)
+    assert notebook.percent_cells("doc\n# %%\nx = 1\n# %% [markdown]\n# hi\n") == [
+        ("code", "x = 1"), ("markdown", "hi")]

@@ -1,0 +1,102 @@
+"""memcg_lab.stats and the % convention of memcg_lab.metrics, against
+values computed by hand."""
+import math
+
+import pandas as pd
+import pytest
+
+from memcg_lab import metrics, stats
+
+
+def table(values):
+    """values: {(arm, metric): [per-run values]} as a Dataset.metrics table."""
+    rows = [{"scenario": "s", "arm": arm, "run": f"{arm}/{i}", "metric": m, "value": v}
+            for (arm, m), vs in values.items() for i, v in enumerate(vs)]
+    return pd.DataFrame(rows)
+
+
+def test_describe_uses_the_sample_stddev():
+    d = stats.describe([10, 12, 14])
+    assert d["mean"] == 12
+    assert d["stddev"] == pytest.approx(2.0)          # sqrt((4+0+4)/2)
+    assert d["coeffvar"] == pytest.approx(100 / 6)    # 2/12
+    assert (d["min"], d["max"], d["n"]) == (10, 14, 3)
+    assert math.isnan(stats.describe([5])["stddev"])
+
+
+def test_welch_matches_the_hand_computed_statistic():
+    # se = sqrt(4/3 + 1/3); t = (12 - 6) / se; df = 2.94 -> p ~ 0.0196
+    t, p = stats.welch([10, 12, 14], [5, 6, 7])
+    assert t == pytest.approx(6 / math.sqrt(5 / 3))
+    assert 0.015 < p < 0.025
+
+
+def test_welch_needs_two_runs_and_some_variance():
+    assert all(math.isnan(x) for x in stats.welch([1], [1, 2]))
+    assert all(math.isnan(x) for x in stats.welch([3, 3], [3, 3]))
+
+
+def test_ranges_overlap():
+    assert stats.ranges_overlap([1, 3], [3, 5])
+    assert not stats.ranges_overlap([1, 2], [2.5, 5])
+
+
+def test_improvement_sign_follows_the_metric_direction():
+    assert metrics.improvement_pct(10, 5, "lower") == 50
+    assert metrics.improvement_pct(10, 15, "lower") == -50
+    assert metrics.improvement_pct(10, 15, "higher") == 50
+    assert metrics.improvement_pct(0, 0, "lower") == 0
+    assert metrics.improvement_pct(0, 1, "lower") is None
+
+
+def test_compare_against_the_baseline():
+    t = table({("vanilla", "nb_psi_some_s"): [10, 12, 14], ("mglru", "nb_psi_some_s"): [5, 6, 7],
+               ("vanilla", "nb_read_MiBps"): [2, 3, 4], ("mglru", "nb_read_MiBps"): [3, 4, 5]})
+    c = stats.compare(t, ["vanilla", "mglru"], "vanilla").set_index(["metric", "arm"])
+    psi = c.loc[("nb_psi_some_s", "mglru")]
+    assert psi["pct_mean"] == pytest.approx(50)       # (12 - 6) / 12, lower is better
+    assert psi["pct_stddev"] == pytest.approx(50)     # (2 - 1) / 2
+    assert psi["pct_coeffvar"] == pytest.approx(0)    # both 1/6
+    assert psi["significant"] and psi["ranges_overlap"] is False
+    read = c.loc[("nb_read_MiBps", "mglru")]
+    assert read["pct_mean"] == pytest.approx(100 / 3)  # (4 - 3) / 3, higher is better
+    assert not read["significant"] and read["ranges_overlap"] is True
+    assert read["welch_p"] == pytest.approx(0.2879, abs=1e-4)
+    base = c.loc[("nb_psi_some_s", "vanilla")]
+    assert base["pct_mean"] == 0 and math.isnan(base["welch_p"])
+    # metrics without any value are left out rather than shown as n/a rows
+    assert set(c.index.get_level_values("metric")) == {"nb_psi_some_s", "nb_read_MiBps"}
+
+
+def test_compare_refuses_a_baseline_without_runs():
+    t = table({("mglru", "nb_psi_some_s"): [1, 2]})
+    with pytest.raises(ValueError, match="baseline arm 'vanilla' has no valid runs"):
+        stats.compare(t, ["mglru"], "vanilla")
+
+
+def test_latency_percentiles_pool_probe_bursts_and_average_fio_runs():
+    probe = pd.DataFrame({"arm": "a", "run": ["r1"] * 3 + ["r2"] * 2,
+                          "latency_us": [1000, 2000, 3000, 4000, 5000]})
+    fio = pd.DataFrame([{"arm": "a", "run": r, "job": "j", "direction": "read",
+                         "stat": s, "value_us": v * k}
+                        for r, k in [("r1", 1), ("r2", 3)]
+                        for s, v in [("p50", 1000), ("p90", 2000), ("p99", 3000), ("max", 4000)]])
+    p = stats.latency_percentiles(probe, fio, ["a"]).set_index("source")
+    pr = p.loc["probe fault latency (pooled bursts)"]
+    assert pr["n"] == 5
+    assert (pr["p50"], pr["p90"], pr["max"]) == pytest.approx((3.0, 4.6, 5.0))  # ms
+    f = p.loc["fio j read clat (mean of runs)"]
+    assert (f["n"], f["p50"], f["max"]) == (2, 2.0, 8.0)  # mean of 1 and 3 ms; 4 and 12 ms
+
+
+def test_share_while_probing_uses_the_samples_inside_the_probe_window():
+    # bursts at 0.5 s (0.5 s long) and 2.0 s (1.2 s long): window [0.5, 3.2];
+    # samples inside at 1, 2, 3 s: (2.5e6 - 1e6) us over 2 s = 75 %
+    probe = pd.DataFrame({"start_s": [0.5, 2.0], "latency_us": [0.5e6, 1.2e6]})
+    assert metrics.probe_window(probe) == (0.5, 3.2)
+    series = pd.Series([0, 1e6, 2e6, 2.5e6, 10e6], index=[0.0, 1.0, 2.0, 3.0, 4.0])
+    m = metrics.window_metrics(lambda cg, key: series, probe)
+    assert m["nb_psi_some_probe_pct"] == pytest.approx(75)
+    assert m["nb_system_probe_pct"] == pytest.approx(75)
+    empty = pd.DataFrame({"start_s": [], "latency_us": []})
+    assert metrics.window_metrics(lambda cg, key: series, empty)["nb_psi_some_probe_pct"] is None
