@@ -17,18 +17,31 @@ log "shellcheck"
 mapfile -t scripts < <(shell_scripts)
 shellcheck -S warning -x "${scripts[@]}"
 
-log "guest C tools build with -Wall -Wextra -Werror"
+log "guest C tools and guest tests build with -Wall -Wextra -Werror"
 TOOLS_OUT=$LAB_ROOT/build/tools
 make -s -C guest-rootfs/tools O="$TOOLS_OUT" >/dev/null
+make -s -C tests/guest O="$TOOLS_OUT" >/dev/null
+
+if [ -x lab/check-series.sh ]; then
+	log "checkpatch --strict on every patch in patches/series"
+	lab/check-series.sh --checkpatch-only
+fi
 
 log "host unit tests"
 LAB_TOOLS=$TOOLS_OUT /usr/bin/python3 -m pytest -q tests/unit
 
 [ "$MODE" = all ] || exit 0
 
+# Each boot test names the newest run of its scenario.
+BOOT_RESULTS=$LAB_ROOT/build/test-results
+mkdir -p "$BOOT_RESULTS"
+newest_run() { ls -d "$BOOT_RESULTS/$1"/*-"$2"* | tail -n 1; }
+
 log "boot test: the smoke scenario on the lab kernel in QEMU"
-SMOKE_RESULTS=$LAB_ROOT/build/test-results
-mkdir -p "$SMOKE_RESULTS"
-MEMCG_LAB_RESULTS=$SMOKE_RESULTS lab/run-scenario.sh smoke vanilla
-run=$(ls -d "$SMOKE_RESULTS"/smoke/*-vanilla* | tail -n 1)
-LAB_SMOKE_RUN=$run /usr/bin/python3 -m pytest -q tests/boot
+MEMCG_LAB_RESULTS=$BOOT_RESULTS lab/run-scenario.sh smoke vanilla
+LAB_SMOKE_RUN=$(newest_run smoke vanilla) /usr/bin/python3 -m pytest -q tests/boot/test_smoke_run.py
+
+log "boot test: the patch series' invariant tests in the guest"
+MEMCG_LAB_RESULTS=$BOOT_RESULTS lab/run-scenario.sh immediate-invariants vanilla || true
+LAB_INVARIANTS_RUN=$(newest_run immediate-invariants vanilla) \
+	/usr/bin/python3 -m pytest -q tests/boot/test_invariants_run.py

@@ -93,6 +93,10 @@ def load_attribution(path):
     missing = [c for c in ATTRIBUTION_COLUMNS if c not in df.columns]
     if missing:
         raise run.RunError(f"{path}: missing columns {missing}")
+    # lab-reclaim-attrib's rows with lru "-" carry reclaim time per
+    # reclaimer, not pages scanned in a lruvec.
+    if "lru" in df.columns:
+        df = df[df["lru"] != "-"]
     return df[ATTRIBUTION_COLUMNS]
 
 

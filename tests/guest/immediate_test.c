@@ -198,6 +198,25 @@ static int remove_memcg(const char *path)
 }
 
 /*
+ * Page cache is charged to the memcg that first read or wrote it: a
+ * writer in a new memcg must not find the file cached by an earlier one
+ * (or by lay_out()), or it dirties pages it is never charged for and its
+ * memcg never reclaims.  sync() has waited for writeback, so the cached
+ * pages are clean and DONTNEED drops them.
+ */
+static void drop_file_cache(const char *file)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		bail_out("open", file);
+	sync();
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+		bail_out("fadvise(DONTNEED)", file);
+	close(fd);
+}
+
+/*
  * A buffered writer in memcg CG overwriting FILE (laid out beforehand, so
  * no block allocation) from the start, round and round until killed.
  */
@@ -209,6 +228,7 @@ static pid_t start_writer(const char *cg, const char *file)
 	long off;
 	int fd;
 
+	drop_file_cache(file);
 	pid = fork();
 	if (pid < 0)
 		bail_out("fork for writer of", file);
@@ -331,6 +351,7 @@ static void test_park_then_drain_after_sync(const char *file)
 {
 	long stranded0 = vmstat("pgimmediate_stranded"), parked0, parked;
 	char cg[PATH_MAX];
+	bool drained;
 	pid_t w;
 
 	set_policy("immediate");
@@ -338,12 +359,12 @@ static void test_park_then_drain_after_sync(const char *file)
 	make_memcg(cg, sizeof(cg), "park", memcg_max_mb);
 	w = start_writer(cg, file);
 	parked = wait_parked(cg, 60);
-	diag("memcg immediate %ld pages, pgimmediate_parked +%ld", parked,
+	diag("memcg immediate %ld bytes, pgimmediate_parked +%ld pages", parked,
 	     vmstat("pgimmediate_parked") - parked0);
 	tap_result(parked > 0, "a writer over its memory.max parks folios");
 	stop_writer(w);
-	tap_result(sync_and_drain(), "nr_immediate is 0 after sync (is %ld)",
-		   vmstat("nr_immediate"));
+	drained = sync_and_drain();
+	tap_result(drained, "nr_immediate is 0 after sync (is %ld)", vmstat("nr_immediate"));
 	tap_result(all_memcgs_parked("/sys/fs/cgroup") == 0,
 		   "every memcg's memory.stat immediate is 0 after sync");
 	tap_result(vmstat("pgimmediate_stranded") == stranded0,
@@ -423,7 +444,7 @@ static void test_rmdir_with_parked_folios(const char *file)
 	parked = wait_parked(cg, 60);
 	stop_writer(w);
 	tap_result(parked > 0 && !remove_memcg(cg),
-		   "rmdir of a memcg holding %ld parked pages succeeds", parked);
+		   "rmdir of a memcg holding %ld parked bytes succeeds", parked);
 	tap_result(sync_and_drain(), "the offline memcg's parked folios drain after sync");
 }
 
@@ -445,7 +466,7 @@ static void run_with_parked(const char *name, const char *file,
 	parked = wait_parked(cg, 60);
 	ret = op(file);
 	stop_writer(w);
-	tap_result(parked > 0 && ret == 0, "%s with %ld pages parked", name, parked);
+	tap_result(parked > 0 && ret == 0, "%s with %ld bytes parked", name, parked);
 	tap_result(sync_and_drain(), "nothing parked after %s and sync", name);
 	remove_memcg(cg);
 }

@@ -1,0 +1,48 @@
+"""Assertions on a real run of the immediate-invariants scenario: the lab
+kernel carries the patch series with CONFIG_LRU_IMMEDIATE=y, so its TAP
+report must be complete, run real tests (not skip them all) and have no
+failure; and the console must be free of kernel trouble.
+
+LAB_INVARIANTS_RUN names the run folder (tests/run-tests.sh sets it)."""
+import os
+import re
+
+import pytest
+
+RUN = os.environ.get("LAB_INVARIANTS_RUN")
+pytestmark = pytest.mark.skipif(not RUN, reason="LAB_INVARIANTS_RUN not set")
+
+
+def read(name):
+    with open(os.path.join(RUN, name)) as f:
+        return f.read()
+
+
+def tap_lines():
+    return read("immediate-test.tap").splitlines()
+
+
+def test_the_tap_report_is_complete():
+    lines = tap_lines()
+    assert lines[0] == "TAP version 13"
+    plans = [l for l in lines if re.match(r"^1\.\.\d+", l)]
+    assert len(plans) == 1, "no plan: the test program did not finish"
+    planned = int(plans[0].split("..")[1].split()[0])
+    results = [l for l in lines if re.match(r"^(not )?ok \d+", l)]
+    assert planned > 0, plans[0]
+    assert len(results) == planned
+
+
+def test_no_test_failed_and_few_skipped():
+    lines = tap_lines()
+    failed = [l for l in lines if l.startswith("not ok")]
+    assert failed == []
+    skipped = [l for l in lines if "# SKIP" in l]
+    results = [l for l in lines if re.match(r"^ok \d+", l)]
+    assert len(skipped) <= 1 < len(results)
+
+
+def test_the_run_passed_with_a_clean_console():
+    status = dict(l.split("=", 1) for l in read("status.txt").splitlines())
+    assert status["result"] == "ok", status["reason"]
+    assert status["kernel_trouble"] == ""
