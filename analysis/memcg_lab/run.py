@@ -143,18 +143,26 @@ def delta(points, start, end):
 
 
 def writeback_shares(series, cgroup, start, end, mode="v2"):
-    """Per-sample file_writeback / file LRU and / inactive_file."""
+    """Per-sample file_writeback / file LRU and / inactive_file.
+
+    With the patch series, folios parked on LRU_IMMEDIATE ("immediate" in
+    memory.stat) are off the inactive and active lists but still on the
+    file LRU, where the 2011 inactive list had them: they count in both
+    denominators.  Kernels without it have no such key (0)."""
     def get(key):
         name = actual_name(mode, cgroup, "memory.stat." + key)
         return dict(in_window(series.get(name, []), start, end))
 
     wb, inact, act = get("file_writeback"), get("inactive_file"), get("active_file")
+    parked = get("immediate")
     of_lru, of_inactive = [], []
     for t in sorted(wb):
-        if t in inact and t in act and inact[t] + act[t] > 0:
-            of_lru.append(wb[t] / (inact[t] + act[t]))
-            if inact[t] > 0:
-                of_inactive.append(min(1.0, wb[t] / inact[t]))
+        if t in inact and t in act:
+            inactive = inact[t] + parked.get(t, 0)
+            if inactive + act[t] > 0:
+                of_lru.append(wb[t] / (inactive + act[t]))
+            if inactive > 0:
+                of_inactive.append(min(1.0, wb[t] / inactive))
     return of_lru, of_inactive
 
 

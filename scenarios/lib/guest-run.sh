@@ -226,11 +226,13 @@ memcg_stat() {
 # A heartbeat on the console: progress for the user, and proof of life for
 # the host's hang detector.
 heartbeat() {
-	local cg=$1 mb=$((1 << 20))
-	say "$PHASE: $cg inactive_file=$(( $(memcg_stat "$cg" inactive_file || echo 0) / mb ))M" \
-		"active_file=$(( $(memcg_stat "$cg" active_file || echo 0) / mb ))M" \
-		"file_dirty=$(( $(memcg_stat "$cg" file_dirty || echo 0) / mb ))M" \
-		"file_writeback=$(( $(memcg_stat "$cg" file_writeback || echo 0) / mb ))M"
+	local cg=$1 line="$PHASE: $1" key v
+	# "immediate" exists with the patch series only.
+	for key in inactive_file active_file immediate file_dirty file_writeback; do
+		v=$(memcg_stat "$cg" "$key" || true)
+		[ -n "$v" ] && line+=" $key=$((v >> 20))M"
+	done
+	say "$line"
 }
 
 # Runs a command in the background in member NAME of the lab parent: a
@@ -497,6 +499,82 @@ shape_proactive() {
 	stop_attribution
 	phase_end
 	stop_scope dirtier
+	stop_sampler
+}
+
+# vmstat counters of the 2011 cover letter's table, for one iteration.
+WRITEBACK_CP_KEYS="pgscan_direct pgscan_kswapd pgsteal_direct pgsteal_kswapd
+pgscan_file pgsteal_file nr_vmscan_immediate_reclaim pgrescued pgimmediate_parked
+compact_stall compact_success compact_fail thp_fault_alloc thp_fault_fallback
+pgactivate pgdeactivate pgrotated"
+
+vmstat_snapshot() {
+	local k
+	for k in $WRITEBACK_CP_KEYS; do
+		awk -v k="$k" '$1 == k {v = $2} END {print k, (v == "" ? "na" : v)}' /proc/vmstat
+	done
+}
+
+mem_available_mb() { awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo; }
+
+# Waits until writeback has drained (the seed waited for a small nr_dirty
+# between iterations so one could not skew the next).
+wait_dirty_below() {
+	local i
+	for i in $(seq 600); do
+		[ "$(awk '$1 == "nr_dirty" || $1 == "nr_writeback" {s += $2} END {print s + 0}' /proc/vmstat)" -lt "$1" ] && return 0
+		sleep 1
+	done
+	die "dirty + writeback pages still >= $1 after 600 s"
+}
+
+# The 2011 series' writebackCP test: a copy loop from the fast disk to the
+# slow stick, and when memory is low the alloc program maps ALLOC_MB (THP
+# as the scenario says) and reports how long it took and what THP and
+# compaction did; ITERATIONS times, with sync, drop_caches and a wait for
+# writeback between them.  writeback-cp.csv has one row per iteration:
+# lab-alloc's keys, then the vmstat deltas over the alloc.
+shape_writeback_cp() {
+	local i before after alloc_out row
+	prepare_stick
+	prepare_fast
+	say "laying out the ${SRC_FILE_MB}M source file on the fast disk"
+	lay_out_file /mnt/fast/source.dat "$SRC_FILE_MB"
+	echo "$THP" >/sys/kernel/mm/transparent_hugepage/enabled ||
+		die "cannot set THP $THP"
+	apply_sysctls
+	stick_throttle on
+	# One scope name per iteration: systemd may still be collecting the
+	# previous iteration's.
+	local cgs=()
+	for i in $(seq "$ITERATIONS"); do
+		cgs+=("$(cg_of "copier-$i")" "$(cg_of "alloc-$i")")
+	done
+	start_sampler / "$SLICE" "${cgs[@]}"
+	for i in $(seq "$ITERATIONS"); do
+		drop_caches
+		wait_dirty_below "$CLEAN_PAGES"
+		phase_begin "iteration-$i"
+		run_in_scope "copier-$i" -- sh -c 'while :; do dd if=/mnt/fast/source.dat of=/mnt/stick/copy.dat bs=1M status=none || exit 1; done'
+		until [ "$(mem_available_mb)" -lt "$LOW_MEM_MB" ]; do
+			sleep 1
+		done
+		heartbeat "$(cg_of "copier-$i")"
+		before=$(vmstat_snapshot)
+		alloc_out=$OUT/alloc-$i.csv
+		run_in_scope "alloc-$i" -- lab-alloc -s "$ALLOC_MB" ${ALLOC_MADVISE:+-H} -o "$alloc_out"
+		wait "${SCOPE_PID[alloc-$i]}" || die "lab-alloc failed in iteration $i"
+		after=$(vmstat_snapshot)
+		stop_scope "copier-$i"
+		phase_end
+		row=$(paste -d' ' <(echo "$before") <(echo "$after") |
+			awk '{printf ",%s", ($2 == "na" || $4 == "na") ? "na" : $4 - $2}')
+		if [ "$i" -eq 1 ]; then
+			echo "iteration,$(head -n 1 "$alloc_out"),$(echo "$WRITEBACK_CP_KEYS" | tr -s ' \n' ',' | sed 's/,$//')" >"$OUT/writeback-cp.csv"
+		fi
+		echo "$i,$(tail -n 1 "$alloc_out")$row" >>"$OUT/writeback-cp.csv"
+		say "iteration $i: $(tail -n 1 "$alloc_out")"
+	done
 	stop_sampler
 }
 

@@ -4,18 +4,13 @@ report must be complete, run real tests (not skip them all) and have no
 failure; and the console must be free of kernel trouble.
 
 LAB_INVARIANTS_RUN names the run folder (tests/run-tests.sh sets it)."""
-import os
 import re
 
-import pytest
+from run_folder import RunFolder
 
-RUN = os.environ.get("LAB_INVARIANTS_RUN")
-pytestmark = pytest.mark.skipif(not RUN, reason="LAB_INVARIANTS_RUN not set")
-
-
-def read(name):
-    with open(os.path.join(RUN, name)) as f:
-        return f.read()
+INVARIANTS = RunFolder("LAB_INVARIANTS_RUN")
+pytestmark = INVARIANTS.skip
+read = INVARIANTS.read
 
 
 def tap_lines():
@@ -43,6 +38,6 @@ def test_no_test_failed_and_few_skipped():
 
 
 def test_the_run_passed_with_a_clean_console():
-    status = dict(l.split("=", 1) for l in read("status.txt").splitlines())
+    status = INVARIANTS.status()
     assert status["result"] == "ok", status["reason"]
     assert status["kernel_trouble"] == ""

@@ -10,17 +10,12 @@ import os
 
 import pytest
 
-RUN = os.environ.get("LAB_SMOKE_RUN")
-pytestmark = pytest.mark.skipif(not RUN, reason="LAB_SMOKE_RUN not set")
+from run_folder import RunFolder
 
-
-def read(name):
-    with open(os.path.join(RUN, name)) as f:
-        return f.read()
-
-
-def status():
-    return dict(line.split("=", 1) for line in read("status.txt").splitlines())
+SMOKE = RunFolder("LAB_SMOKE_RUN")
+RUN = SMOKE.path
+pytestmark = SMOKE.skip
+read, status = SMOKE.read, SMOKE.status
 
 
 def test_run_succeeded_and_guest_shut_down_after_the_scenario():
@@ -77,4 +72,14 @@ def test_provenance_is_complete():
         assert os.path.getsize(os.path.join(RUN, name)) > 0, name
     prov = read("provenance.txt")
     assert "git_revision=" in prov and "accel=" in prov
-    assert "throttling.bps-write=" in read("qemu-cmdline.txt")
+    assert "-no-reboot" in read("qemu-cmdline.txt")
+
+
+def test_the_stick_was_throttled_by_qemu_while_the_guest_wrote():
+    # The guest asks, the host sets QEMU's throttle over QMP and answers.
+    log = read("stick-throttle.log").splitlines()
+    bps = dict(l.split("=", 1) for l in read("params-resolved.env").splitlines()
+               if "=" in l).get("STICK_WRITE_BPS", "").strip("'")
+    assert [l.split(" ", 1)[1] for l in log] == [
+        f"request 1: on bps_wr={int(bps)}", "request 2: off bps_wr=0"]
+    assert read("stick-throttle.state").strip() == "off 2"

@@ -120,3 +120,15 @@ def test_cgroup_v1_names_are_translated(tmp_path):
     assert s["precondition"]["met"] is True
     assert s["precondition"]["writeback_of_file_lru_median"] == pytest.approx(0.85)
     assert s["counters"] == {"memcg-lab/neighbour:memory.stat.workingset_refault_file": 6}
+
+
+def test_parked_folios_count_in_the_file_lru(tmp_path):
+    # 40 inactive + 20 active + 40 parked, 90 under writeback: 90% of the
+    # file LRU (without the parked pages it would read 150%).
+    samples = [(t, DIRTIER, k, v) for t in (1, 2) for k, v in (
+        ("memory.stat.inactive_file", 40), ("memory.stat.active_file", 20),
+        ("memory.stat.immediate", 40), ("memory.stat.file_writeback", 90))]
+    write_run(tmp_path, samples, [("neighbour", 1, 2)])
+    pre = run.summarise(tmp_path)["precondition"]
+    assert pre["writeback_of_file_lru_median"] == pytest.approx(0.9)
+    assert pre["writeback_of_inactive_median"] == pytest.approx(1.0)
