@@ -22,9 +22,18 @@ TOOLS_OUT=$LAB_ROOT/build/tools
 make -s -C guest-rootfs/tools O="$TOOLS_OUT" >/dev/null
 make -s -C tests/guest O="$TOOLS_OUT" >/dev/null
 
-if [ -x lab/check-series.sh ]; then
+# checkpatch runs from the unpacked kernel tree: "all" builds the kernel
+# first (the boot tests need it anyway); "unit" skips it on a machine
+# that has never built one.
+if [ "$MODE" = all ]; then
+	log "the lab kernel (patches/series applied)"
+	lab/build-kernel.sh >/dev/null
+fi
+if [ -d "$LAB_CACHE/linux-6.1/.git" ]; then
 	log "checkpatch --strict on every patch in patches/series"
 	lab/check-series.sh --checkpatch-only
+else
+	log "checkpatch skipped: no kernel tree yet (make kernel, or make test)"
 fi
 
 log "host unit tests"
