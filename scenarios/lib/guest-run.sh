@@ -515,7 +515,9 @@ vmstat_snapshot() {
 	done
 }
 
-mem_available_mb() { awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo; }
+# MemFree, not MemAvailable: MemAvailable counts the copy's dirty and
+# writeback page cache as available, so it never looks low.
+mem_free_mb() { awk '/^MemFree:/ {print int($2 / 1024)}' /proc/meminfo; }
 
 # Waits until writeback has drained (the seed waited for a small nr_dirty
 # between iterations so one could not skew the next).
@@ -535,7 +537,7 @@ wait_dirty_below() {
 # writeback between them.  writeback-cp.csv has one row per iteration:
 # lab-alloc's keys, then the vmstat deltas over the alloc.
 shape_writeback_cp() {
-	local i before after alloc_out row
+	local i t before after alloc_out row
 	prepare_stick
 	prepare_fast
 	say "laying out the ${SRC_FILE_MB}M source file on the fast disk"
@@ -556,8 +558,13 @@ shape_writeback_cp() {
 		wait_dirty_below "$CLEAN_PAGES"
 		phase_begin "iteration-$i"
 		run_in_scope "copier-$i" -- sh -c 'while :; do dd if=/mnt/fast/source.dat of=/mnt/stick/copy.dat bs=1M status=none || exit 1; done'
-		until [ "$(mem_available_mb)" -lt "$LOW_MEM_MB" ]; do
+		t=0
+		until [ "$(mem_free_mb)" -lt "$LOW_MEM_MB" ]; do
 			sleep 1
+			t=$((t + 1))
+			[ "$t" -lt "$LOW_MEM_WAIT_S" ] ||
+				die "MemFree still >= ${LOW_MEM_MB}M after ${LOW_MEM_WAIT_S} s of copying"
+			[ $((t % 10)) -eq 0 ] && say "iteration $i: copying, MemFree $(mem_free_mb)M"
 		done
 		heartbeat "$(cg_of "copier-$i")"
 		before=$(vmstat_snapshot)
