@@ -130,9 +130,10 @@ static long mem_total_mib(const char *path)
 }
 
 /*
- * AnonHugePages of every VMA inside [start, start + len): the region is
- * one VMA unless something split it, but summing costs nothing.  Returns
- * -1 when no VMA of the region is listed (a fake smaps in a test).
+ * AnonHugePages of every VMA that overlaps [start, start + len): the
+ * kernel may merge the region with a neighbouring anonymous VMA (it did
+ * in the guest, and a containment test then found nothing), or split it.
+ * Returns -1 when no VMA of the region is listed (a fake smaps in a test).
  */
 static long long anon_huge_kb(const char *path, unsigned long start,
 			      size_t len)
@@ -148,7 +149,7 @@ static long long anon_huge_kb(const char *path, unsigned long start,
 		die(path, strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
-			inside = lo >= start && hi <= start + len;
+			inside = lo < start + len && hi > start;
 			continue;
 		}
 		if (inside && sscanf(line, "AnonHugePages: %lld kB", &kb) == 1)

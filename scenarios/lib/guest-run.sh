@@ -308,7 +308,7 @@ stop_scope() {
 		sleep 1
 	done
 	if scope_running "$name"; then
-		say "$name ignored SIGINT for 60 s: killed, its fio report is lost"
+		say "$name ignored SIGINT for 60 s: killed (a fio report it would have written is lost)"
 		signal_member "$name" SIGKILL
 		echo "$name killed after 60 s" >>"$OUT/notes.txt"
 	fi
