@@ -161,21 +161,6 @@ static long long anon_huge_kb(const char *path, unsigned long start,
 	return total;
 }
 
-static long parse_long(const char *what, const char *s, long min, long max)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < min || v > max) {
-		fprintf(stderr, "lab-alloc: bad %s '%s' (%ld..%ld)\n",
-			what, s, min, max);
-		exit(2);
-	}
-	return v;
-}
-
 static void usage(void)
 {
 	fprintf(stderr,
@@ -223,7 +208,8 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 's':
 			/* Up to 1 PiB: large enough to test a failing mmap. */
-			size_mib = parse_long("size", optarg, 1, 1L << 30);
+			size_mib = lab_parse_long("lab-alloc", "size", optarg,
+						  1, 1L << 30);
 			break;
 		case 'H':
 			hugepage = true;

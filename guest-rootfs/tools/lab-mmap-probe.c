@@ -19,27 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lab_parse.h"
+
 static double clock_s(void)
 {
 	struct timespec t;
 
 	clock_gettime(CLOCK_BOOTTIME, &t);
 	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-static long parse_long(const char *what, const char *s, long min, long max)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < min || v > max) {
-		fprintf(stderr, "lab-mmap-probe: bad %s '%s' (%ld..%ld)\n",
-			what, s, min, max);
-		exit(2);
-	}
-	return v;
 }
 
 int main(int argc, char **argv)
@@ -55,13 +42,16 @@ int main(int argc, char **argv)
 	while ((opt = getopt(argc, argv, "s:i:d:o:")) != -1) {
 		switch (opt) {
 		case 's':
-			size_mb = parse_long("size", optarg, 1, 1 << 20);
+			size_mb = lab_parse_long("lab-mmap-probe", "size", optarg,
+						 1, 1 << 20);
 			break;
 		case 'i':
-			interval_ms = parse_long("interval", optarg, 0, 3600000);
+			interval_ms = lab_parse_long("lab-mmap-probe", "interval",
+						     optarg, 0, 3600000);
 			break;
 		case 'd':
-			duration_s = parse_long("duration", optarg, 1, 86400);
+			duration_s = lab_parse_long("lab-mmap-probe", "duration",
+						    optarg, 1, 86400);
 			break;
 		case 'o':
 			outpath = optarg;

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,4 +65,19 @@ int lab_parse_keyed(char *buf, const char *prefix, lab_row_fn fn, void *arg)
 		if (parse_line(line, prefix, fn, arg) < 0)
 			bad++;
 	return bad;
+}
+
+long lab_parse_long(const char *prog, const char *what, const char *s,
+		    long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max) {
+		fprintf(stderr, "%s: bad %s '%s' (%ld..%ld)\n", prog, what, s, min, max);
+		exit(2);
+	}
+	return v;
 }

@@ -17,4 +17,11 @@ typedef void (*lab_row_fn)(void *arg, const char *key, const char *value);
  */
 int lab_parse_keyed(char *buf, const char *prefix, lab_row_fn fn, void *arg);
 
+/*
+ * A decimal option argument in [min, max]; anything else is a usage error:
+ * "<prog>: bad <what> '<s>' (min..max)" on stderr and exit status 2.
+ */
+long lab_parse_long(const char *prog, const char *what, const char *s,
+		    long min, long max);
+
 #endif
