@@ -124,11 +124,17 @@ show_build_progress() {
 	awk '/^  CC /{n++; if (n % 500 == 0) {printf "[memcg-lab]   %d objects compiled\n", n > "/dev/stderr"}}'
 }
 
-mkdir -p "$LAB_CACHE"
-exec 9>"$LAB_CACHE/.kernel.lock"
-flock 9
-unpack_pristine_tree
-apply_series
-configure_kernel
-build_bzimage
-echo "$OUT"
+main() {
+	mkdir -p "$LAB_CACHE"
+	exec 9>"$LAB_CACHE/.kernel.lock"
+	flock 9
+	unpack_pristine_tree
+	apply_series
+	configure_kernel
+	build_bzimage
+	echo "$OUT"
+}
+
+# On one line, as in run-scenario.sh: a build runs for minutes, and bash
+# must not read an edit made to this file meanwhile.
+main "$@"; exit
