@@ -604,9 +604,18 @@ shape_invariants() {
 	done
 	start_sampler / "$rel" "${cgs[@]}"
 	phase_begin tests
-	"$GUEST_TESTS/immediate_test" -d /mnt/stick -c "$parent" \
-		-m "$TEST_MEMCG_MAX_MB" -f "$TEST_FILE_MB" | tee "$OUT/immediate-test.tap" ||
-		rc=$?
+	# Some steps (compact_memory behind the slow disk) print nothing for
+	# minutes: a heartbeat keeps the host's hang detector quiet.
+	# A subshell, so that $! is the whole pipeline (pipefail: its status).
+	("$GUEST_TESTS/immediate_test" -d /mnt/stick -c "$parent" \
+		-m "$TEST_MEMCG_MAX_MB" -f "$TEST_FILE_MB" | tee "$OUT/immediate-test.tap") &
+	local tests_pid=$! t=0
+	while kill -0 "$tests_pid" 2>/dev/null; do
+		sleep 1
+		t=$((t + 1))
+		[ $((t % 30)) -eq 0 ] && say "invariant tests running (${t} s)"
+	done
+	wait "$tests_pid" || rc=$?
 	phase_end
 	stop_sampler
 	grep -E '^(not ok|ok .*# SKIP|1\.\.)' "$OUT/immediate-test.tap" | sed 's/^/memcg-lab: tap: /' || true
