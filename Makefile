@@ -29,6 +29,9 @@ help:
 	@echo "  make test-unit     host-side tests only (no kernel build, no boot)"
 	@echo "  make deps          install missing Debian packages"
 	@echo "  make kernel [DEBUG=1]  build the lab kernel (cache: \$$MEMCG_LAB_CACHE)"
+	@echo "  make check-series  apply + checkpatch --strict every patch, build after"
+	@echo "                     each patch, the final series with =y and =n, and the"
+	@echo "                     debug kernel (long: mmzone.h rebuilds most of the tree)"
 	@echo "  make rootfs        build the guest rootfs image"
 	@echo "  make tools         build the guest C tools on the host"
 	@echo
@@ -39,6 +42,9 @@ deps:
 
 kernel: deps
 	lab/build-kernel.sh $(if $(DEBUG),--debug)
+
+check-series: deps
+	lab/check-series.sh --full
 
 rootfs: deps
 	guest-rootfs/build-rootfs.sh
@@ -64,4 +70,4 @@ test: deps
 test-unit: deps
 	tests/run-tests.sh unit
 
-.PHONY: help deps kernel rootfs tools scenario matrix matrix-jobs report test test-unit
+.PHONY: help deps kernel check-series rootfs tools scenario matrix matrix-jobs report test test-unit

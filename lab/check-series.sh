@@ -11,7 +11,9 @@
 #                    CONFIG_LRU_IMMEDIATE=y and =n
 # --full (default)   the above, plus a build after every patch (each
 #                    prefix of the series, CONFIG_LRU_IMMEDIATE=y where the
-#                    option exists)
+#                    option exists) and the debug kernel
+#                    (lab/build-kernel.sh --debug: lab/kernel/debug.config,
+#                    the kernel `make scenario DEBUG=1` boots)
 #
 # Builds run in a git worktree of the cache's kernel repository, checked
 # out at its "pristine" tag ($LAB_CACHE/check-series/linux), into
@@ -251,6 +253,22 @@ build_final_series() {
 	configure_and_build "final series, LRU_IMMEDIATE=n" "$CHECK_ROOT/kbuild-n" n
 }
 
+# The debug flavour is built by build-kernel.sh, in its own cache folder,
+# so that the kernel checked here is the one DEBUG=1 scenarios boot.
+build_debug_kernel() {
+	local start secs log=$CHECK_ROOT/build-debug.log
+	mkdir -p "$CHECK_ROOT"
+	start=$(date +%s)
+	if "$LAB_ROOT/lab/build-kernel.sh" --debug >"$log" 2>&1; then
+		secs=$(($(date +%s) - start))
+		record_result "debug kernel (debug.config)" PASS "${secs}s"
+	else
+		secs=$(($(date +%s) - start))
+		record_result "debug kernel (debug.config)" FAIL "${secs}s, log: $log"
+		tail -n 10 "$log" >&2
+	fi
+}
+
 main() {
 	parse_args "$@"
 	require_kernel_repo
@@ -264,6 +282,9 @@ main() {
 		fi
 		if [ "$MODE" != checkpatch ]; then
 			build_final_series
+		fi
+		if [ "$MODE" = full ]; then
+			build_debug_kernel
 		fi
 	fi
 	print_results

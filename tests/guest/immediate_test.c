@@ -11,8 +11,10 @@
  * with the memory controller enabled for its children.  Each test makes
  * its own child memcg there, runs a writer in it whose limit forces memcg
  * reclaim, and checks the kernel's counters: /proc/vmstat nr_immediate and
- * pgimmediate_*, memory.stat "immediate", vm.reclaim_writeback_policy.
- * The console is checked for WARN/BUG/lockdep splats by the host.
+ * pgimmediate_*, memory.stat "immediate", vm.reclaim_writeback_policy,
+ * and the lists themselves through the series' list-walk verifier,
+ * /sys/kernel/debug/lru_immediate_verify.  The console is checked for
+ * WARN/BUG/lockdep splats by the host.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -32,6 +35,7 @@
 #include <unistd.h>
 
 #define POLICY "/proc/sys/vm/reclaim_writeback_policy"
+#define VERIFIER "/sys/kernel/debug/lru_immediate_verify"
 #define MIB (1UL << 20)
 
 static const char *test_dir;
@@ -295,22 +299,6 @@ static long wait_parked(const char *cg, int timeout_s)
 	return 0;
 }
 
-/*
- * A folio whose writeback ended is unparked through the per-CPU lru_rotate
- * batch: until that batch is drained it is still on LRU_IMMEDIATE, and on
- * an idle CPU nothing drains it (the first run on the 6-patch kernel
- * found folios parked 60 s after sync).  mlock(2) drains every CPU's
- * batches (lru_add_drain_all()), so the check is of the lists, not of
- * batch latency.
- */
-static void drain_lru_batches(void)
-{
-	static char page[4096] __attribute__((aligned(4096)));
-
-	if (!mlock(page, sizeof(page)))
-		munlock(page, sizeof(page));
-}
-
 /* Polls until memcg CG's memory.stat immediate is 0; true if it got there. */
 static bool wait_memcg_unparked(const char *cg, int timeout_s)
 {
@@ -330,7 +318,6 @@ static bool wait_none_parked(int timeout_s)
 	int i;
 
 	for (i = 0; i < timeout_s * 10; i++) {
-		drain_lru_batches();
 		if (vmstat("nr_immediate") == 0)
 			return true;
 		sleep_ms(100);
@@ -359,6 +346,84 @@ static long all_memcgs_parked(const char *dir)
 	return sum;
 }
 
+/*
+ * The verifier's "total" line, and the pages it found parked in one
+ * memcg's lruvecs (summed over nodes).  Unlike memory.stat, which is
+ * flushed every 2 s, the walk is exact at the time of the read.
+ */
+struct list_walk {
+	long lruvecs, folios, pages, writeback, not_lru, bad, mismatched;
+	long zone_pages;	/* nr_zone_immediate summed over zones */
+	long cg_pages;		/* pages parked in the memcg asked about */
+};
+
+static bool have_verifier;
+
+/* Reads the verifier into W, with CG's pages (CG may be NULL); 0 or -errno. */
+static int walk_lists(struct list_walk *w, const char *cg)
+{
+	unsigned long long cgid = 0, id;
+	char line[512];
+	struct stat st;
+	long pages;
+	FILE *f;
+	int n = 0;
+
+	memset(w, 0, sizeof(*w));
+	if (cg) {
+		if (stat(cg, &st))
+			return -errno;
+		cgid = st.st_ino;	/* the cgroup id, as the kernel prints it */
+	}
+	f = fopen(VERIFIER, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "cgid %llu node %*d folios %*d pages %ld",
+			   &id, &pages) == 2) {
+			if (cg && id == cgid)
+				w->cg_pages += pages;
+			continue;
+		}
+		n = sscanf(line,
+			   "total lruvecs %ld folios %ld pages %ld writeback %ld not_lru %ld bad %ld mismatched %ld nr_zone_immediate %ld",
+			   &w->lruvecs, &w->folios, &w->pages, &w->writeback,
+			   &w->not_lru, &w->bad, &w->mismatched, &w->zone_pages);
+	}
+	fclose(f);
+	return n == 8 ? 0 : -EPROTO;
+}
+
+/* The verifier is in debugfs: mount it if systemd has not. */
+static void find_verifier(void)
+{
+	if (access(VERIFIER, R_OK) && errno == ENOENT)
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	have_verifier = !access(VERIFIER, R_OK);
+	if (!have_verifier)
+		diag("%s: %s: list-walk tests skipped", VERIFIER, strerror(errno));
+}
+
+/* A list-walk test: skipped on a kernel without the verifier. */
+static void tap_list_walk(bool ok, const char *name, const struct list_walk *w)
+{
+	if (!have_verifier) {
+		tap_skip(name, "no " VERIFIER " (CONFIG_DEBUG_FS=n?)");
+		return;
+	}
+	diag("list walk: lruvecs %ld folios %ld pages %ld writeback %ld not_lru %ld bad %ld mismatched %ld nr_zone_immediate %ld memcg %ld",
+	     w->lruvecs, w->folios, w->pages, w->writeback, w->not_lru,
+	     w->bad, w->mismatched, w->zone_pages, w->cg_pages);
+	tap_result(ok, "%s", name);
+}
+
+/* Nothing parked anywhere, and the lists agree with every counter. */
+static bool lists_empty(const struct list_walk *w)
+{
+	return !w->folios && !w->pages && !w->bad && !w->mismatched &&
+	       !w->zone_pages;
+}
+
 static bool sync_and_drain(void)
 {
 	sync();
@@ -380,8 +445,9 @@ static void test_policy_names(void)
 static void test_park_then_drain_after_sync(const char *file)
 {
 	long stranded0 = vmstat("pgimmediate_stranded"), parked0, parked;
+	struct list_walk walk;
 	char cg[PATH_MAX];
-	bool drained;
+	bool drained, ok;
 	pid_t w;
 
 	set_policy("immediate");
@@ -392,9 +458,17 @@ static void test_park_then_drain_after_sync(const char *file)
 	diag("memcg immediate %ld bytes, pgimmediate_parked +%ld pages", parked,
 	     vmstat("pgimmediate_parked") - parked0);
 	tap_result(parked > 0, "a writer over its memory.max parks folios");
+	ok = !walk_lists(&walk, cg);
+	tap_list_walk(ok && walk.cg_pages > 0 && !walk.bad && !walk.mismatched,
+		      "under load, the list walk finds the memcg's parked folios and agrees with the LRU sizes",
+		      &walk);
 	stop_writer(w);
 	drained = sync_and_drain();
 	tap_result(drained, "nr_immediate is 0 after sync (is %ld)", vmstat("nr_immediate"));
+	ok = !walk_lists(&walk, NULL);
+	tap_list_walk(ok && lists_empty(&walk),
+		      "after sync, the list walk finds every LRU_IMMEDIATE list empty",
+		      &walk);
 	tap_result(all_memcgs_parked("/sys/fs/cgroup") == 0,
 		   "every memcg's memory.stat immediate is 0 after sync");
 	tap_result(vmstat("pgimmediate_stranded") == stranded0,
@@ -453,8 +527,9 @@ static void test_parked_folios_are_not_scanned(const char *file)
 
 static void test_policy_toggle_under_load(const char *file)
 {
+	bool drained = true, walk_empty = true;
+	struct list_walk walk = { 0 };
 	char cg[PATH_MAX];
-	bool drained = true;
 	pid_t w;
 	int i;
 
@@ -464,6 +539,10 @@ static void test_policy_toggle_under_load(const char *file)
 	wait_parked(cg, 60);
 	for (i = 0; i < 10; i++) {
 		set_policy("activate");
+		/* The drain is done when the write returns: the walk is exact. */
+		if (have_verifier &&
+		    (walk_lists(&walk, NULL) || walk.folios || walk.bad))
+			walk_empty = false;
 		/*
 		 * The switch drains the lists before it returns and no new
 		 * folio parks, but memory.stat comes from memcg stats that are
@@ -477,6 +556,9 @@ static void test_policy_toggle_under_load(const char *file)
 	set_policy("activate");
 	tap_result(drained && memcg_stat(cg, "immediate") == 0,
 		   "switching away from immediate under load drains the memcg");
+	tap_list_walk(walk_empty,
+		      "the list walk finds nothing parked right after each switch away from immediate",
+		      &walk);
 	stop_writer(w);
 	tap_result(sync_and_drain(), "nr_immediate is 0 after toggling and sync");
 	remove_memcg(cg);
@@ -506,6 +588,8 @@ static void test_rmdir_with_parked_folios(const char *file)
 static void run_with_parked(const char *name, const char *file,
 			    int (*op)(const char *file))
 {
+	struct list_walk walk;
+	bool drained, walked;
 	char cg[PATH_MAX];
 	long parked;
 	pid_t w;
@@ -518,7 +602,11 @@ static void run_with_parked(const char *name, const char *file,
 	ret = op(file);
 	stop_writer(w);
 	tap_result(parked > 0 && ret == 0, "%s with %ld bytes parked", name, parked);
-	tap_result(sync_and_drain(), "nothing parked after %s and sync", name);
+	drained = sync_and_drain();
+	walked = have_verifier && !walk_lists(&walk, NULL) && lists_empty(&walk);
+	tap_result(drained && (walked || !have_verifier),
+		   "nothing parked after %s and sync%s", name,
+		   have_verifier ? " (counters and list walk)" : "");
 	remove_memcg(cg);
 }
 
@@ -575,6 +663,8 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	char file[PATH_MAX], buf[64];
+	struct list_walk end_walk;
+	bool end_ok;
 	int opt;
 
 	while ((opt = getopt(argc, argv, "d:c:m:f:")) != -1) {
@@ -609,6 +699,7 @@ int main(int argc, char **argv)
 	}
 	path_join(file, sizeof(file), test_dir, "immediate-test.dat");
 	lay_out(file);
+	find_verifier();
 
 	test_policy_names();
 	test_park_then_drain_after_sync(file);
@@ -624,6 +715,9 @@ int main(int argc, char **argv)
 	set_policy("activate");
 	tap_result(sync_and_drain() && vmstat("nr_immediate") == 0,
 		   "nr_immediate is 0 at the end (policy back to activate)");
+	end_ok = !walk_lists(&end_walk, NULL);
+	tap_list_walk(end_ok && lists_empty(&end_walk),
+		      "the list walk finds every list empty at the end", &end_walk);
 
 	printf("1..%d\n# %d tests, %d failed\n", nr_tests, nr_tests, nr_failed);
 	return nr_failed ? 1 : 0;
