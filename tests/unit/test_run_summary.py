@@ -47,6 +47,33 @@ def test_precondition_uses_the_median_writeback_share(tmp_path):
     assert pre["samples"] == 3
 
 
+def many_dirtier_lru(t, n, inactive, active, writeback):
+    cg = f"lab.slice/dirtier-{n}.scope"
+    return [(t, cg, "memory.stat.inactive_file", inactive),
+            (t, cg, "memory.stat.active_file", active),
+            (t, cg, "memory.stat.file_writeback", writeback),
+            (t, cg, "memory.stat.pgscan", 10 * t * n)]
+
+
+def test_several_dirtiers_must_each_meet_the_precondition(tmp_path):
+    # dirty-many: dirtiers 1 and 10 at 90%, dirtier 2 at 50% of its file LRU
+    samples = []
+    for t in (1, 2):
+        samples += (many_dirtier_lru(t, 1, 90, 10, 90) + many_dirtier_lru(t, 2, 50, 50, 50)
+                    + many_dirtier_lru(t, 10, 100, 0, 90))
+    write_run(tmp_path, samples, [("neighbour", 1, 2)])
+    s = run.summarise(tmp_path)
+    pre = s["precondition"]
+    assert list(pre["per_dirtier"]) == [f"lab.slice/dirtier-{n}.scope" for n in (1, 2, 10)]
+    assert [d["met"] for d in pre["per_dirtier"].values()] == [True, False, True]
+    assert pre["met"] is False
+    assert pre["writeback_of_file_lru_median"] == pytest.approx(0.5)
+    assert s["counters"]["lab.slice/dirtier-2.scope:memory.stat.pgscan"] == 20
+    text = run.format_summary(s)
+    assert "the least of 3 dirtiers" in text
+    assert "lab.slice/dirtier-2.scope: NOT MET, median 50.0%" in text
+
+
 def test_precondition_not_met_is_reported(tmp_path):
     write_run(tmp_path, dirtier_lru(1, 100, 100, 20) + dirtier_lru(2, 100, 100, 30),
               [("neighbour", 1, 2)])
