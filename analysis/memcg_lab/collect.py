@@ -10,13 +10,23 @@ import pandas as pd
 
 from memcg_lab import load, metrics, run, validate
 
+KEY_COLUMNS = ["scenario", "arm", "run"]
+
+# Tables of optional per-run files, each read by the load.Run method of
+# its name: the Dataset attribute -> its columns when no run has the file.
+OPTIONAL_TABLES = {
+    "attribution": load.ATTRIBUTION_COLUMNS,
+    "probe_histogram": load.HISTOGRAM_COLUMNS,
+}
+
 
 class Dataset:
     def __init__(self, results):
         self.results = os.path.abspath(results)
         self.loaded = {}      # run id -> load.Run, valid runs only
         self.notes = {}       # scenario -> [warning]
-        rows, metric_rows, probe_rows, fio_rows, attr_rows = [], [], [], [], []
+        rows, metric_rows, probe_rows, fio_rows = [], [], [], []
+        optional_frames = {name: [] for name in OPTIONAL_TABLES}
         found = [load.Run(p) for p in load.find_runs(results)]
         summaries, problems = {}, {}
         for i, r in enumerate(found):
@@ -45,7 +55,7 @@ class Dataset:
                 try:
                     fio = r.fio()
                     probe = r.probe_latencies()
-                    attribution = r.attribution()
+                    optional = {name: getattr(r, name)() for name in OPTIONAL_TABLES}
                 except run.RunError as e:
                     row.update(valid=False, reason=f"unreadable: {e}")
                     rows.append(row)
@@ -59,17 +69,18 @@ class Dataset:
                                 if v is not None]
                 probe_rows += [{**key, **p} for p in probe.to_dict("records")]
                 fio_rows += [{**key, **f} for f in fio.to_dict("records")]
-                if attribution is not None:
-                    attr_rows += [{**key, **a} for a in attribution.to_dict("records")]
+                for name, df in optional.items():
+                    if df is not None:
+                        optional_frames[name].append(df.assign(**key))
                 self.loaded[row["run"]] = r
             rows.append(row)
         self.runs = pd.DataFrame(rows)
-        key_cols = ["scenario", "arm", "run"]
-        self.metrics = pd.DataFrame(metric_rows, columns=key_cols + ["metric", "value"])
-        self.probe = pd.DataFrame(probe_rows, columns=key_cols + ["start_s", "latency_us"])
-        self.fio = pd.DataFrame(fio_rows, columns=key_cols + ["fio", "job", "direction",
-                                                              "stat", "value_us"])
-        self.attribution = pd.DataFrame(attr_rows, columns=key_cols + load.ATTRIBUTION_COLUMNS)
+        self.metrics = pd.DataFrame(metric_rows, columns=KEY_COLUMNS + ["metric", "value"])
+        self.probe = pd.DataFrame(probe_rows, columns=KEY_COLUMNS + ["start_s", "latency_us"])
+        self.fio = pd.DataFrame(fio_rows, columns=KEY_COLUMNS + ["fio", "job", "direction",
+                                                                 "stat", "value_us"])
+        for name, frames in optional_frames.items():
+            setattr(self, name, tidy(frames, OPTIONAL_TABLES[name]))
         for scenario in self.scenarios():
             valid = [self.loaded[r] for r in self.valid_runs(scenario)["run"]]
             self.notes[scenario] = validate.scenario_notes(valid)
@@ -94,6 +105,15 @@ class Dataset:
 
     def arms(self, scenario):
         return sorted(self.valid_runs(scenario)["arm"].unique(), key=arm_order)
+
+
+def tidy(frames, columns):
+    """One table of per-run frames (each with the key columns added), key
+    columns first; empty, with columns, when there are none."""
+    if not frames:
+        return pd.DataFrame(columns=KEY_COLUMNS + columns)
+    table = pd.concat(frames, ignore_index=True)
+    return table[KEY_COLUMNS + [c for c in table.columns if c not in KEY_COLUMNS]]
 
 
 # Known arms in the order a cover letter compares them; others follow.

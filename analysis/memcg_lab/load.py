@@ -15,6 +15,7 @@ from memcg_lab import run
 RUN_NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6}Z)-(?P<arm>[A-Za-z0-9_-]+?)(?:\.(?P<n>\d+))?$")
 ATTRIBUTION_COLUMNS = ["reclaimer_cgroup", "scanned_cgroup", "nr_scanned",
                        "nr_reclaimed", "reclaim_ns"]
+HISTOGRAM_COLUMNS = ["bucket_lo_us", "bucket_hi_us", "count"]
 
 
 def find_runs(results):
@@ -85,14 +86,41 @@ def fio_clat(report, job_file):
     return rows
 
 
-def load_attribution(path):
-    """attribution.csv from the tracefs reader, or None without it."""
+def read_table(path, columns):
+    """An optional CSV as a DataFrame with at least columns, or None
+    without the file."""
     if not os.path.exists(path):
         return None
-    df = pd.read_csv(path)
-    missing = [c for c in ATTRIBUTION_COLUMNS if c not in df.columns]
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as e:
+        raise run.RunError(f"{path}: {e}") from None
+    missing = [c for c in columns if c not in df.columns]
     if missing:
         raise run.RunError(f"{path}: missing columns {missing}")
+    return df
+
+
+def load_probe_histogram(path):
+    """probe-histogram.csv of lab-mmap-probe -H, or None without it: the
+    buckets must be contiguous and the counts whole numbers."""
+    df = read_table(path, HISTOGRAM_COLUMNS)
+    if df is None:
+        return None
+    df = df[HISTOGRAM_COLUMNS]
+    if df.isna().any().any() or not all(pd.api.types.is_integer_dtype(t) for t in df.dtypes):
+        raise run.RunError(f"{path}: bucket bounds and counts must be whole numbers")
+    lo, hi, n = (df[c].to_numpy() for c in HISTOGRAM_COLUMNS)
+    if (lo[1:] != hi[:-1]).any() or (hi <= lo).any() or (n < 0).any():
+        raise run.RunError(f"{path}: buckets are not contiguous [lo, hi) ranges with counts")
+    return df
+
+
+def load_attribution(path):
+    """attribution.csv from the tracefs reader, or None without it."""
+    df = read_table(path, ATTRIBUTION_COLUMNS)
+    if df is None:
+        return None
     # lab-reclaim-attrib's rows with lru "-" carry reclaim time per
     # reclaimer, not pages scanned in a lruvec.
     if "lru" in df.columns:
@@ -158,6 +186,9 @@ class Run:
 
     def attribution(self):
         return load_attribution(self.file("attribution.csv"))
+
+    def probe_histogram(self):
+        return load_probe_histogram(self.file("probe-histogram.csv"))
 
     def series(self, cgroup, key):
         """One counter or gauge as a Series indexed by time_s; v2 names

@@ -165,6 +165,36 @@ def latency_cdf(probe, arms, stem):
     return save(fig, stem)
 
 
+def human_us(us):
+    """A duration in microseconds as a short label: 512us, 1.02ms, 4.19s."""
+    if us < 1000:
+        return f"{us:g}us"
+    return f"{us / 1e3:.3g}ms" if us < 1e6 else f"{us / 1e6:.3g}s"
+
+
+def latency_histogram(table, stem):
+    """The probe's log2 latency buckets (stats.pooled_histogram), share of
+    each arm's bursts, arms side by side."""
+    if table.empty:
+        return []
+    arms = list(dict.fromkeys(table["arm"]))
+    buckets = list(dict.fromkeys(zip(table["bucket_lo_us"], table["bucket_hi_us"])))
+    x = np.arange(len(buckets))
+    width = 0.8 / len(arms)
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(buckets)), 4))
+    for i, arm in enumerate(arms):
+        sel = table[table["arm"] == arm]
+        ax.bar(x + (i - (len(arms) - 1) / 2) * width, sel["share_pct"], width,
+               color=arm_colour(arm), label=f"{arm} (n={int(sel['count'].sum())})")
+    ax.set_xticks(x, [f"[{human_us(lo)}, {human_us(hi)})" for lo, hi in buckets],
+                  rotation=30, ha="right", fontsize=8)
+    ax.set_xlabel("neighbour fault latency per burst (log2 buckets)")
+    ax.set_ylabel("% of bursts")
+    legend(ax)
+    ax.grid(alpha=0.3, axis="y")
+    return save(fig, stem)
+
+
 def clat_percentiles(fio, arms, stem, job="neighbour-read", direction="read"):
     """fio completion latency percentiles per arm (fio reports a few
     percentiles, not samples, so these are points, one per run)."""

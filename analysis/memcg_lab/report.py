@@ -50,6 +50,31 @@ def write(path, text):
     return path
 
 
+def write_table(sdir, stem, table, text, markdown=None):
+    """stem.csv (the tidy table), stem.txt and, when given, stem.md."""
+    table.to_csv(os.path.join(sdir, f"{stem}.csv"), index=False)
+    write(os.path.join(sdir, f"{stem}.txt"), text)
+    if markdown is not None:
+        write(os.path.join(sdir, f"{stem}.md"), markdown)
+
+
+def of_scenario(table, scenario):
+    return table[table["scenario"] == scenario]
+
+
+def file_sections(ds, scenario, arms, sdir):
+    """Tables of the files only some runs have, for the valid runs of a
+    scenario that have them: ([markdown], [text], [figure files])."""
+    md, text, figs = [], [], []
+    hist = stats.pooled_histogram(of_scenario(ds.probe_histogram, scenario), arms)
+    if not hist.empty:
+        md.append(tables.histogram_markdown(hist))
+        text.append(tables.histogram_text(hist))
+        write_table(sdir, "probe-histogram", hist, text[-1], md[-1])
+        figs += plots.latency_histogram(hist, os.path.join(sdir, "probe-histogram"))
+    return md, text, figs
+
+
 def scenario_section(ds, scenario, out, baseline_wanted):
     """Tables and figures of one scenario; returns (markdown, cover text)."""
     arms = ds.arms(scenario)
@@ -66,19 +91,17 @@ def scenario_section(ds, scenario, out, baseline_wanted):
         notes.append(f"fewer than two valid runs in {', '.join(few)}: no stddev and no "
                      "t-test there; a difference needs RUNS=5 or so to mean anything")
     md += [f"- {n}" for n in notes] + ([""] if notes else [])
-    metric_table = ds.metrics[ds.metrics["scenario"] == scenario]
+    metric_table = of_scenario(ds.metrics, scenario)
     cmp = stats.compare(metric_table, arms, baseline)
-    cmp.to_csv(os.path.join(sdir, "compare.csv"), index=False)
     text = tables.compare_text(cmp, scenario)
-    write(os.path.join(sdir, "compare.txt"), text)
     cmp_md = tables.compare_markdown(cmp, scenario)
-    write(os.path.join(sdir, "compare.md"), cmp_md)
-    pct = stats.latency_percentiles(ds.probe[ds.probe["scenario"] == scenario],
-                                    ds.fio[ds.fio["scenario"] == scenario], arms)
-    pct.to_csv(os.path.join(sdir, "percentiles.csv"), index=False)
+    write_table(sdir, "compare", cmp, text, cmp_md)
+    probe = of_scenario(ds.probe, scenario)
+    pct = stats.latency_percentiles(probe, of_scenario(ds.fio, scenario), arms)
     pct_text = tables.percentile_text(pct)
-    write(os.path.join(sdir, "percentiles.txt"), pct_text)
-    md += [cmp_md, tables.percentile_markdown(pct), "### Figures", ""]
+    write_table(sdir, "percentiles", pct, pct_text)
+    file_md, file_text, file_figs = file_sections(ds, scenario, arms, sdir)
+    md += [cmp_md, tables.percentile_markdown(pct)] + file_md + ["### Figures", ""]
 
     figs = []
     shown = {arm: ds.loaded[representative_run(ds, scenario, arm)] for arm in arms}
@@ -86,11 +109,11 @@ def scenario_section(ds, scenario, out, baseline_wanted):
         figs += plots.timeseries(r, os.path.join(sdir, f"timeseries-{arm}"))
     figs += plots.psi_overlay(shown, os.path.join(sdir, "neighbour-psi"))
     figs += plots.boxplots(metric_table, arms, BOX_METRICS, os.path.join(sdir, "neighbour-cost"))
-    probe = ds.probe[ds.probe["scenario"] == scenario]
     figs += plots.latency_cdf(probe, arms, os.path.join(sdir, "probe-latency-cdf"))
-    fio = ds.fio[ds.fio["scenario"] == scenario]
-    figs += plots.clat_percentiles(fio, arms, os.path.join(sdir, "fio-clat"))
-    attr = ds.attribution[ds.attribution["scenario"] == scenario]
+    figs += file_figs
+    figs += plots.clat_percentiles(of_scenario(ds.fio, scenario), arms,
+                                   os.path.join(sdir, "fio-clat"))
+    attr = of_scenario(ds.attribution, scenario)
     if attr.empty:
         md += ["- attribution heat map: skipped, no run has attribution.csv "
                "(the tracefs reader did not run)", ""]
@@ -99,7 +122,7 @@ def scenario_section(ds, scenario, out, baseline_wanted):
     md += [f"![{os.path.basename(f)}]({os.path.relpath(f, out)})" for f in figs if f.endswith(".png")]
     md.append("")
     cover_notes = "".join(f"note: {n}\n" for n in notes)
-    return "\n".join(md), text + cover_notes + "\n" + pct_text
+    return "\n".join(md), "\n".join([text + cover_notes, pct_text] + file_text)
 
 
 def build(results, baseline="vanilla", stamp=None):

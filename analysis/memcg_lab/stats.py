@@ -103,3 +103,30 @@ def latency_percentiles(probe, fio, arms):
                          "n": len(per_run), **means.to_dict()})
     return pd.DataFrame(rows, columns=["source", "arm", "n"] + [f"p{q}" for q in PERCENTILES]
                         + ["max"])
+
+
+def arms_with_data(table, arms):
+    """The arms, in order, that have rows in a tidy table."""
+    present = set(table["arm"])
+    return [a for a in arms if a in present]
+
+
+def pooled_histogram(hist, arms):
+    """Rows (arm, bucket_lo_us, bucket_hi_us, count, share_pct): the probe
+    histograms (collect.Dataset.probe_histogram) of each arm's runs summed,
+    over the buckets from the lowest to the highest non-empty one of any
+    arm; share_pct is of the arm's bursts."""
+    arms = arms_with_data(hist, arms)
+    columns = ["arm", "bucket_lo_us", "bucket_hi_us", "count", "share_pct"]
+    counts = (hist[hist["arm"].isin(arms)]
+              .groupby(["bucket_lo_us", "bucket_hi_us", "arm"])["count"].sum()
+              .unstack("arm", fill_value=0).sort_index())
+    used = counts.index[counts.sum(axis=1).to_numpy() > 0]
+    if not len(used):
+        return pd.DataFrame(columns=columns)
+    counts = counts.loc[used[0]:used[-1], arms]
+    shares = counts / counts.sum() * 100
+    rows = [{"arm": arm, "bucket_lo_us": lo, "bucket_hi_us": hi,
+             "count": int(counts.loc[(lo, hi), arm]), "share_pct": float(shares.loc[(lo, hi), arm])}
+            for arm in arms for lo, hi in counts.index]
+    return pd.DataFrame(rows, columns=columns)

@@ -117,3 +117,46 @@ def percentile_markdown(table):
         lines.append(f"| {r['source']} | {r['arm']} | {r['n']} | "
                      + " | ".join(num(r[c], 0) for c in PCOLS) + " |")
     return "\n".join(lines) + "\n"
+
+
+def grid_text(header, rows):
+    """Columns padded to their widest cell: the first left-aligned (row
+    names), the others right-aligned."""
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    lines = []
+    for r in [header] + rows:
+        cells = [f"{r[0]:<{widths[0]}}"] + [f"{c:>{w + 2}}" for c, w in zip(r[1:], widths[1:])]
+        lines.append("".join(cells).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def grid_markdown(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    lines += ["| " + " | ".join(str(c).strip() for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def histogram_grid(table):
+    """(header, rows) of stats.pooled_histogram: a row per bucket, per arm
+    the bursts in it and their share."""
+    arms = list(dict.fromkeys(table["arm"]))
+    t = table.set_index(["bucket_lo_us", "bucket_hi_us", "arm"])
+    buckets = list(dict.fromkeys(zip(table["bucket_lo_us"], table["bucket_hi_us"])))
+    rows = [[f"[{lo}, {hi})"] + [f"{t.loc[(lo, hi, a), 'count']} ({t.loc[(lo, hi, a), 'share_pct']:.1f}%)"
+                                 for a in arms] for lo, hi in buckets]
+    rows.append(["bursts"] + [str(int(table[table["arm"] == a]["count"].sum())) for a in arms])
+    return ["latency (us)"] + arms, rows
+
+
+def histogram_text(table):
+    if table.empty:
+        return "no probe histogram\n"
+    return ("probe fault latency histogram: bursts per log2 bucket, runs of an arm pooled\n"
+            + grid_text(*histogram_grid(table)))
+
+
+def histogram_markdown(table):
+    if table.empty:
+        return "no probe histogram\n"
+    return ("Probe fault latency histogram (bursts per log2 bucket, runs of an arm pooled)\n\n"
+            + grid_markdown(*histogram_grid(table)))

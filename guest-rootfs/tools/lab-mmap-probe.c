@@ -7,8 +7,18 @@
  * what a neighbour sees of somebody else's dirty pages.
  *
  *   lab-mmap-probe -s MiB -i interval_ms -d duration_s -o latencies.csv
+ *                  [-H histogram.csv]
  *
  * Writes one row per iteration: start_s (CLOCK_BOOTTIME), latency_us.
+ * With -H, also a histogram of the same latencies (rounded to whole
+ * microseconds, as in the rows), written when the probe ends, after its
+ * last burst or a failed one:
+ *
+ *   bucket_lo_us,bucket_hi_us,count
+ *
+ * Bucket 0 is [0, 1) us and bucket k is [2^(k-1), 2^k) us; every bucket
+ * from 0 up to the highest non-empty one is written, empty ones too, so
+ * the buckets are contiguous.  Neither file is ever overwritten.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,6 +31,57 @@
 
 #include "lab_parse.h"
 
+/* Bucket k < 64 holds latencies below 2^k us: 2^63 us is ~292000 years. */
+#define NR_BUCKETS 64
+
+static unsigned long long hist[NR_BUCKETS];
+
+static int bucket_of(unsigned long long us)
+{
+	return us ? 64 - __builtin_clzll(us) : 0;
+}
+
+static unsigned long long bucket_lo(int b)
+{
+	return b ? 1ULL << (b - 1) : 0;
+}
+
+/* Opens path for writing, refusing to overwrite it; NULL after saying why. */
+static FILE *create(const char *path)
+{
+	FILE *f = fopen(path, "wx");
+
+	if (!f)
+		fprintf(stderr, "lab-mmap-probe: %s: %s\n", path, strerror(errno));
+	return f;
+}
+
+/* 0, or 1 after naming the file that could not be written. */
+static int finish(FILE *f, const char *path)
+{
+	int failed = ferror(f);
+
+	if (fclose(f) == EOF || failed) {
+		fprintf(stderr, "lab-mmap-probe: %s: %s\n", path,
+			strerror(errno ? errno : EIO));
+		return 1;
+	}
+	return 0;
+}
+
+static int write_histogram(FILE *f, const char *path)
+{
+	int b, top = 0;
+
+	for (b = 0; b < NR_BUCKETS; b++)
+		if (hist[b])
+			top = b;
+	fprintf(f, "bucket_lo_us,bucket_hi_us,count\n");
+	for (b = 0; b <= top; b++)
+		fprintf(f, "%llu,%llu,%llu\n", bucket_lo(b), 1ULL << b, hist[b]);
+	return finish(f, path);
+}
+
 static double clock_s(void)
 {
 	struct timespec t;
@@ -32,14 +93,14 @@ static double clock_s(void)
 int main(int argc, char **argv)
 {
 	long size_mb = 64, interval_ms = 500, duration_s = 60, page;
-	const char *outpath = NULL;
-	double start, t0, t1;
+	const char *outpath = NULL, *histpath = NULL;
+	double start, t0, us;
+	FILE *out, *histf = NULL;
 	size_t len, off;
-	FILE *out;
+	int opt, rc = 0;
 	char *p;
-	int opt;
 
-	while ((opt = getopt(argc, argv, "s:i:d:o:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:i:d:o:H:")) != -1) {
 		switch (opt) {
 		case 's':
 			size_mb = lab_parse_long("lab-mmap-probe", "size", optarg,
@@ -56,9 +117,12 @@ int main(int argc, char **argv)
 		case 'o':
 			outpath = optarg;
 			break;
+		case 'H':
+			histpath = optarg;
+			break;
 		default:
 			fprintf(stderr,
-				"usage: lab-mmap-probe -s MiB -i interval_ms -d duration_s -o out.csv\n");
+				"usage: lab-mmap-probe -s MiB -i interval_ms -d duration_s -o out.csv [-H hist.csv]\n");
 			return 2;
 		}
 	}
@@ -66,10 +130,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lab-mmap-probe: -o out.csv is required\n");
 		return 2;
 	}
-	out = fopen(outpath, "wx");
-	if (!out) {
-		fprintf(stderr, "lab-mmap-probe: %s: %s\n", outpath, strerror(errno));
+	out = create(outpath);
+	if (!out)
 		return 1;
+	/* Before the first burst: a bad path fails now, not after -d s. */
+	if (histpath) {
+		histf = create(histpath);
+		if (!histf) {
+			fclose(out);
+			unlink(outpath);
+			return 1;
+		}
 	}
 	fprintf(out, "start_s,latency_us\n");
 
@@ -83,19 +154,25 @@ int main(int argc, char **argv)
 		if (p == MAP_FAILED) {
 			fprintf(stderr, "lab-mmap-probe: mmap %ld MiB: %s\n",
 				size_mb, strerror(errno));
-			return 1;
+			rc = 1;
+			break;
 		}
 		for (off = 0; off < len; off += page)
 			p[off] = 1;
-		t1 = clock_s();
+		us = (clock_s() - t0) * 1e6;
 		munmap(p, len);
-		fprintf(out, "%.6f,%.0f\n", t0, (t1 - t0) * 1e6);
+		fprintf(out, "%.6f,%.0f\n", t0, us);
+		/*
+		 * + 0.5: the bucket of the value the row shows (on a .5 tie
+		 * printf rounds to even, which moves no latency of 1 us or
+		 * more across a bucket bound).
+		 */
+		hist[bucket_of((unsigned long long)(us + 0.5))]++;
 		if (interval_ms)
 			usleep(interval_ms * 1000);
 	}
-	if (fclose(out) == EOF) {
-		fprintf(stderr, "lab-mmap-probe: %s: %s\n", outpath, strerror(errno));
-		return 1;
-	}
-	return 0;
+	rc |= finish(out, outpath);
+	if (histf)
+		rc |= write_histogram(histf, histpath);
+	return rc;
 }
