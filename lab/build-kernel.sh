@@ -61,23 +61,31 @@ apply_series() {
 }
 
 # Fails on any fragment line the kernel dropped: a broken or stale
-# fragment must not silently build a different kernel.
+# fragment must not silently build a different kernel.  A symbol set by
+# several fragments is judged by the last one, as merge_config.sh merges
+# them (debug.config turns back on what memcg-lab.config trims).
 verify_config() {
-	local frag line sym val got bad=0
+	local frag name line sym val got bad=0
+	local -A want_val=() want_frag=()
 	for frag in "${FRAGMENTS[@]}"; do
+		name=${frag##*/}
 		while IFS= read -r line; do
 			case $line in CONFIG_*=*) ;; *) continue ;; esac
 			sym=${line%%=*}
-			val=${line#*=}
-			got=$(grep -E "^$sym=" "$OUT/.config" | cut -d= -f2- || true)
-			if [ "$val" = n ]; then
-				[ -z "$got" ] && continue
-			else
-				[ "$got" = "$val" ] && continue
-			fi
-			log "config: $(basename "$frag") wants $sym=$val, got ${got:-not set}"
-			bad=1
+			want_val[$sym]=${line#*=}
+			want_frag[$sym]=$name
 		done <"$frag"
+	done
+	for sym in "${!want_val[@]}"; do
+		val=${want_val[$sym]}
+		got=$(grep -E "^$sym=" "$OUT/.config" | cut -d= -f2- || true)
+		if [ "$val" = n ]; then
+			[ -z "$got" ] && continue
+		else
+			[ "$got" = "$val" ] && continue
+		fi
+		log "config: ${want_frag[$sym]} wants $sym=$val, got ${got:-not set}"
+		bad=1
 	done
 	[ $bad -eq 0 ] || die "kernel config fragment not satisfied (see above)"
 }
