@@ -19,7 +19,9 @@ RESULTS=$(realpath -m "${MEMCG_LAB_RESULTS:-$LAB_ROOT/results}")
 HANG_S=${MEMCG_LAB_HANG_S:-180}
 # Console lines that make a run failed, whatever the scenario says.
 CLEAN_SHUTDOWN='reboot: (Restarting system|Power down)'
-KERNEL_TROUBLE='Kernel panic|BUG: |Oops|WARNING: |general protection fault|soft lockup|blocked for more than|Call Trace:'
+# What a splat prints: panics, BUG/WARN (lockdep reports are WARNINGs,
+# DEBUG_LIST corruption a WARN or BUG), DEBUG_VM's page dumps, UBSAN.
+KERNEL_TROUBLE='Kernel panic|BUG: |Oops|WARNING: |general protection fault|soft lockup|blocked for more than|Call Trace:|page dumped because|list_(add|del) corruption|UBSAN: '
 
 list_scenarios() {
 	local f
