@@ -4,7 +4,9 @@ pandas tables.
 A run folder is results/<scenario>/<UTC timestamp>-<arm>[.N]/ as claimed
 by lab/run-scenario.sh.  Loading never judges a run; validate.py does.
 """
+import csv
 import json
+import math
 import os
 import re
 
@@ -16,6 +18,14 @@ RUN_NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6}Z)-(?P<arm>[A-Za-z0-9_-]+?)(?:\.(?
 ATTRIBUTION_COLUMNS = ["reclaimer_cgroup", "scanned_cgroup", "nr_scanned",
                        "nr_reclaimed", "reclaim_ns"]
 HISTOGRAM_COLUMNS = ["bucket_lo_us", "bucket_hi_us", "count"]
+# lab-alloc's keys (guest-rootfs/tools/lab-alloc.c), the first columns of
+# writeback-cp.csv after "iteration"; the vmstat deltas the scenario adds
+# after them repeat some (compact_*, thp_fault_*) over a wider window.
+ALLOC_KEYS = ["size_mib", "madv_hugepage", "elapsed_s", "user_s", "sys_s", "anon_huge_kb",
+              "thp_fault_alloc", "thp_fault_fallback", "compact_stall", "compact_success",
+              "compact_fail"]
+# What lab-alloc and the scenario write for a counter the kernel lacks.
+NOT_AVAILABLE = {"not available", "na"}
 
 
 def find_runs(results):
@@ -116,6 +126,41 @@ def load_probe_histogram(path):
     return df
 
 
+def writeback_cp_names(header, path):
+    """writeback-cp.csv's header as unique names: "iteration", lab-alloc's
+    keys, and the scenario's vmstat deltas as "vmstat.<key>" (so its
+    compact_stall is vmstat.compact_stall, lab-alloc's compact_stall)."""
+    names = []
+    for name in header:
+        if name != "iteration" and (name not in ALLOC_KEYS or name in names):
+            name = "vmstat." + name
+        if name in names:
+            raise run.RunError(f"{path}: column {name} twice")
+        names.append(name)
+    if "iteration" not in names:
+        raise run.RunError(f"{path}: no iteration column")
+    return names
+
+
+def load_writeback_cp(path):
+    """writeback-cp.csv (a row per alloc iteration), or None without it;
+    a counter the kernel lacks is NaN."""
+    if not os.path.exists(path):
+        return None
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        names = writeback_cp_names(next(reader, []), path)
+        rows = []
+        for lineno, row in enumerate(reader, start=2):
+            if len(row) != len(names):
+                raise run.RunError(f"{path}:{lineno}: expected {len(names)} fields, got {len(row)}")
+            try:
+                rows.append([math.nan if v in NOT_AVAILABLE else float(v) for v in row])
+            except ValueError as e:
+                raise run.RunError(f"{path}:{lineno}: {e}") from None
+    return pd.DataFrame(rows, columns=names)
+
+
 def load_attribution(path):
     """attribution.csv from the tracefs reader, or None without it."""
     df = read_table(path, ATTRIBUTION_COLUMNS)
@@ -189,6 +234,9 @@ class Run:
 
     def probe_histogram(self):
         return load_probe_histogram(self.file("probe-histogram.csv"))
+
+    def writeback_cp(self):
+        return load_writeback_cp(self.file("writeback-cp.csv"))
 
     def series(self, cgroup, key):
         """One counter or gauge as a Series indexed by time_s; v2 names

@@ -62,16 +62,26 @@ def of_scenario(table, scenario):
     return table[table["scenario"] == scenario]
 
 
-def file_sections(ds, scenario, arms, sdir):
+def file_sections(ds, scenario, arms, baseline, sdir):
     """Tables of the files only some runs have, for the valid runs of a
     scenario that have them: ([markdown], [text], [figure files])."""
     md, text, figs = [], [], []
+
+    def add(stem, table, table_text, table_md):
+        write_table(sdir, stem, table, table_text, table_md)
+        md.append(table_md)
+        text.append(table_text)
+
     hist = stats.pooled_histogram(of_scenario(ds.probe_histogram, scenario), arms)
     if not hist.empty:
-        md.append(tables.histogram_markdown(hist))
-        text.append(tables.histogram_text(hist))
-        write_table(sdir, "probe-histogram", hist, text[-1], md[-1])
+        add("probe-histogram", hist, tables.histogram_text(hist), tables.histogram_markdown(hist))
         figs += plots.latency_histogram(hist, os.path.join(sdir, "probe-histogram"))
+    iterations = of_scenario(ds.writeback_cp, scenario)
+    if len(iterations):
+        wb_arms = stats.arms_with_data(iterations, arms)
+        t = stats.writeback_cp(iterations, wb_arms, choose_baseline(wb_arms, baseline)[0])
+        add("writeback-cp", t, tables.writeback_cp_text(t, scenario),
+            tables.writeback_cp_markdown(t, scenario))
     return md, text, figs
 
 
@@ -100,7 +110,7 @@ def scenario_section(ds, scenario, out, baseline_wanted):
     pct = stats.latency_percentiles(probe, of_scenario(ds.fio, scenario), arms)
     pct_text = tables.percentile_text(pct)
     write_table(sdir, "percentiles", pct, pct_text)
-    file_md, file_text, file_figs = file_sections(ds, scenario, arms, sdir)
+    file_md, file_text, file_figs = file_sections(ds, scenario, arms, baseline, sdir)
     md += [cmp_md, tables.percentile_markdown(pct)] + file_md + ["### Figures", ""]
 
     figs = []

@@ -130,3 +130,80 @@ def pooled_histogram(hist, arms):
              "count": int(counts.loc[(lo, hi), arm]), "share_pct": float(shares.loc[(lo, hi), arm])}
             for arm in arms for lo, hi in counts.index]
     return pd.DataFrame(rows, columns=columns)
+
+
+# The 2011 cover letter's per-test table (seed 001): the alloc program's
+# times and THP figures, then the vmstat block.
+HPAGE_KB = 2048  # AnonHugePages per THP on x86_64, the lab's guest
+WRITEBACK_CP_ALLOC = [
+    mx.Metric("sys_s", "System Time", "s", "lower"),
+    mx.Metric("user_s", "User Time", "s", "lower"),
+    mx.Metric("elapsed_s", "Elapsed Time", "s", "lower"),
+    mx.Metric("thp_active", "THP Active", "huge pages", "higher"),
+    mx.Metric("thp_fault_alloc", "Fault Alloc", "count", "higher"),
+    mx.Metric("thp_fault_fallback", "Fault Fallback", "count", "lower"),
+]
+
+
+def _ratio(a, b, scale=1.0):
+    return a / b * scale if b and not (math.isnan(a) or math.isnan(b)) else math.nan
+
+
+def _vmstat_rows(mean):
+    """(label, unit, value) of the vmstat block; mean(key) is an arm's mean
+    per iteration of a counter, NaN when its kernel lacks it.  Ratios are
+    of means, i.e. of the totals over all iterations."""
+    d, k = mean("pgscan_direct"), mean("pgscan_kswapd")
+    return [
+        ("Direct pages scanned", "pages", d),
+        ("Kswapd pages scanned", "pages", k),
+        ("Kswapd pages reclaimed", "pages", mean("pgsteal_kswapd")),
+        ("Direct pages reclaimed", "pages", mean("pgsteal_direct")),
+        ("Kswapd efficiency", "%", _ratio(mean("pgsteal_kswapd"), k, 100)),
+        ("Kswapd velocity", "pages/s", _ratio(k, mean("elapsed_s"))),
+        ("Direct efficiency", "%", _ratio(mean("pgsteal_direct"), d, 100)),
+        ("Direct velocity", "pages/s", _ratio(d, mean("elapsed_s"))),
+        ("Percentage direct scans", "%", _ratio(d, d + k, 100)),
+        ("Page reclaim immediate", "pages", mean("nr_vmscan_immediate_reclaim")),
+        ("Page rescued immediate", "pages", mean("pgrescued")),
+        ("Pages parked immediate", "pages", mean("pgimmediate_parked")),
+        ("Compaction stalls", "count", mean("compact_stall")),
+        ("Compaction success", "count", mean("compact_success")),
+        ("Compaction failures", "count", mean("compact_fail")),
+    ]
+
+
+def writeback_cp(iterations, arms, baseline):
+    """Rows (section, label, unit, arm, runs, n, mean, stddev, pct_mean,
+    pct_stddev) of the cover-letter table, over every iteration of every
+    run of an arm (collect.Dataset.writeback_cp of one scenario).  Section
+    "alloc" compares lab-alloc's figures with the baseline as stats.compare
+    does; section "vmstat" is the mean per iteration of the counters the
+    scenario took around each alloc.  NaN where a kernel lacks a counter."""
+    it = iterations.assign(thp_active=iterations["anon_huge_kb"] / HPAGE_KB)
+    tidy = it.melt(id_vars=["arm"], value_vars=[m.name for m in WRITEBACK_CP_ALLOC],
+                   var_name="metric").dropna(subset=["value"])
+    cmp = compare(tidy, arms, baseline, WRITEBACK_CP_ALLOC)
+    cmp = cmp.set_index(["metric", "arm"]) if len(cmp) else cmp
+    runs = it.groupby("arm")["run"].nunique()
+    rows = []
+    for m in WRITEBACK_CP_ALLOC:
+        for arm in arms:
+            r = cmp.loc[(m.name, arm)] if (m.name, arm) in cmp.index else {}
+            rows.append({"section": "alloc", "label": m.label, "unit": m.unit, "arm": arm,
+                         "runs": runs[arm], "n": int(r.get("n", 0)),
+                         **{c: r.get(c, math.nan) for c in
+                            ("mean", "stddev", "pct_mean", "pct_stddev")}})
+    for arm in arms:
+        f = it[it["arm"] == arm]
+
+        def mean(key):
+            col = f.get("vmstat." + key, f.get(key))
+            return math.nan if col is None else float(col.mean())
+
+        rows += [{"section": "vmstat", "label": label, "unit": unit, "arm": arm,
+                  "runs": runs[arm], "n": len(f), "mean": value}
+                 for label, unit, value in _vmstat_rows(mean)]
+    return pd.DataFrame(rows, columns=["section", "label", "unit", "arm", "runs", "n", "mean",
+                                       "stddev", "pct_mean", "pct_stddev"])
+

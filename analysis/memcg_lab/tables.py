@@ -160,3 +160,49 @@ def histogram_markdown(table):
         return "no probe histogram\n"
     return ("Probe fault latency histogram (bursts per log2 bucket, runs of an arm pooled)\n\n"
             + grid_markdown(*histogram_grid(table)))
+
+
+WRITEBACK_CP_LEGEND = (
+    "mean over the alloc iterations of all runs of an arm; (x%) is the difference to the "
+    "baseline arm, positive = better; +/- is the stddev (n-1) over iterations.\n"
+    "vmstat: mean per iteration of the counters around each alloc; efficiency is reclaimed "
+    "/ scanned, velocity pages scanned per second of alloc elapsed time.\n"
+    "n/a: no run of the arm has the figure (a counter its kernel lacks, lab-alloc's "
+    "'not available'), or for a ratio nothing to divide by.")
+
+
+def writeback_cp_grids(table):
+    """[(header, rows)] of stats.writeback_cp: the alloc block in the 2011
+    cover letter's layout (mean (x%), then +/- stddev (x%)), then the
+    vmstat block of means."""
+    arms = list(dict.fromkeys(table["arm"]))
+    t = table.set_index(["section", "label", "arm"])
+    alloc = table[table["section"] == "alloc"]
+    n = alloc.groupby("arm", sort=False)[["runs", "n"]].max()
+    top = [[""] + [f"({n.loc[a, 'n']} iterations, {n.loc[a, 'runs']} runs)" for a in arms]]
+    for label, unit in dict.fromkeys(zip(alloc["label"], alloc["unit"])):
+        cells = [t.loc[("alloc", label, a)] for a in arms]
+        top.append([f"{label} ({unit})"] + [f"{num(r['mean'], 0)} {pct(r['pct_mean'])}"
+                                            for r in cells])
+        top.append(["+/-"] + [f"{num(r['stddev'], 0)} {pct(r['pct_stddev'])}" for r in cells])
+    vm = table[table["section"] == "vmstat"]
+    bottom = [[f"{label} ({unit})"] + [num(t.loc[("vmstat", label, a), "mean"], 0) for a in arms]
+              for label, unit in dict.fromkeys(zip(vm["label"], vm["unit"]))]
+    return [([""] + arms, top), (["vmstat, mean per iteration"] + arms, bottom)]
+
+
+def writeback_cp_text(table, scenario):
+    if table.empty:
+        return f"{scenario}: no writeback-cp.csv in the valid runs\n"
+    grids = "\n".join(grid_text(*g) for g in writeback_cp_grids(table))
+    return (f"{scenario}: the 2011 cover letter's table (writeback-cp.csv)\n"
+            f"{WRITEBACK_CP_LEGEND}\n\n{grids}")
+
+
+def writeback_cp_markdown(table, scenario):
+    if table.empty:
+        return f"{scenario}: no writeback-cp.csv in the valid runs\n"
+    grids = "\n".join(grid_markdown(*g) for g in writeback_cp_grids(table))
+    return (f"**{scenario}**, the 2011 cover letter's table (`writeback-cp.csv`): "
+            + WRITEBACK_CP_LEGEND.replace("\n", " ") + "\n\n" + grids)
+

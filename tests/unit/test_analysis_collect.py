@@ -13,6 +13,7 @@ FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 VANILLA = "dirty-neighbour/20261203T231532Z-vanilla"
 MGLRU = "dirty-neighbour/20261203T232812Z-mglru"   # real, but has no status.txt
 SMOKE = "smoke/20261203T232633Z-vanilla"
+WRITEBACK_CP = "writeback-cp/20261204T010529Z-vanilla"
 
 
 def copy_run(tmp_path, src, dest=None):
@@ -34,7 +35,7 @@ def reasons(tmp_path):
 
 def test_fixture_tree_loads_into_tidy_tables():
     d = collect.Dataset(FIXTURES)
-    assert sorted(d.runs["run"]) == sorted([VANILLA, MGLRU, SMOKE])
+    assert sorted(d.runs["run"]) == sorted([VANILLA, MGLRU, SMOKE, WRITEBACK_CP])
     assert d.runs.set_index("run").loc[VANILLA, "valid"]
     v = d.metrics[d.metrics["run"] == VANILLA].set_index("metric")["value"]
     # the real run's summary.json: some.total 90722546 us over 111.93 s
