@@ -17,6 +17,7 @@ KEY_COLUMNS = ["scenario", "arm", "run"]
 OPTIONAL_TABLES = {
     "attribution": load.ATTRIBUTION_COLUMNS,
     "probe_histogram": load.HISTOGRAM_COLUMNS,
+    "proactive": load.PROACTIVE_COLUMNS,
     "writeback_cp": ["iteration"] + load.ALLOC_KEYS,
 }
 

@@ -18,6 +18,7 @@ RUN_NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6}Z)-(?P<arm>[A-Za-z0-9_-]+?)(?:\.(?
 ATTRIBUTION_COLUMNS = ["reclaimer_cgroup", "scanned_cgroup", "nr_scanned",
                        "nr_reclaimed", "reclaim_ns"]
 HISTOGRAM_COLUMNS = ["bucket_lo_us", "bucket_hi_us", "count"]
+PROACTIVE_COLUMNS = ["call", "duration_ns", "result", "pgscan", "pgsteal"]
 # lab-alloc's keys (guest-rootfs/tools/lab-alloc.c), the first columns of
 # writeback-cp.csv after "iteration"; the vmstat deltas the scenario adds
 # after them repeat some (compact_*, thp_fault_*) over a wider window.
@@ -124,6 +125,17 @@ def load_probe_histogram(path):
     if (lo[1:] != hi[:-1]).any() or (hi <= lo).any() or (n < 0).any():
         raise run.RunError(f"{path}: buckets are not contiguous [lo, hi) ranges with counts")
     return df
+
+
+def load_proactive(path):
+    """proactive.csv (a row per memory.reclaim write), or None without it."""
+    df = read_table(path, PROACTIVE_COLUMNS)
+    if df is None:
+        return None
+    numeric = ["call", "duration_ns", "pgscan", "pgsteal"]
+    if not all(pd.api.types.is_numeric_dtype(df[c]) for c in numeric) or df[numeric].isna().any().any():
+        raise run.RunError(f"{path}: {', '.join(numeric)} must be numbers")
+    return df[PROACTIVE_COLUMNS].astype({"result": str})
 
 
 def writeback_cp_names(header, path):
@@ -234,6 +246,9 @@ class Run:
 
     def probe_histogram(self):
         return load_probe_histogram(self.file("probe-histogram.csv"))
+
+    def proactive(self):
+        return load_proactive(self.file("proactive.csv"))
 
     def writeback_cp(self):
         return load_writeback_cp(self.file("writeback-cp.csv"))

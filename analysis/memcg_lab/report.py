@@ -82,6 +82,10 @@ def file_sections(ds, scenario, arms, baseline, sdir):
         t = stats.writeback_cp(iterations, wb_arms, choose_baseline(wb_arms, baseline)[0])
         add("writeback-cp", t, tables.writeback_cp_text(t, scenario),
             tables.writeback_cp_markdown(t, scenario))
+    calls = of_scenario(ds.proactive, scenario)
+    if len(calls):
+        t = stats.proactive(calls, arms)
+        add("proactive", t, tables.proactive_text(t, scenario), tables.proactive_markdown(t, scenario))
     return md, text, figs
 
 

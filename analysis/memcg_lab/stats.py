@@ -207,3 +207,25 @@ def writeback_cp(iterations, arms, baseline):
     return pd.DataFrame(rows, columns=["section", "label", "unit", "arm", "runs", "n", "mean",
                                        "stddev", "pct_mean", "pct_stddev"])
 
+
+def proactive(calls, arms):
+    """A row per arm of the memory.reclaim calls (collect.Dataset.proactive
+    of one scenario), all runs pooled: how many, how many the kernel
+    refused (result other than "ok": EAGAIN when it reclaimed less than
+    asked), time per call, pages scanned and reclaimed per call and the
+    efficiency of the pooled totals."""
+    rows = []
+    for arm in arms_with_data(calls, arms):
+        c = calls[calls["arm"] == arm]
+        ms = c["duration_ns"].to_numpy(dtype=float) / 1e6
+        ok = int((c["result"] == "ok").sum())
+        rows.append({"arm": arm, "runs": c["run"].nunique(), "calls": len(c), "ok": ok,
+                     "failed": len(c) - ok, "mean_ms": float(ms.mean()),
+                     "p50_ms": float(np.percentile(ms, 50)), "max_ms": float(ms.max()),
+                     "scanned_per_call": float(c["pgscan"].mean()),
+                     "reclaimed_per_call": float(c["pgsteal"].mean()),
+                     "efficiency_pct": _ratio(float(c["pgsteal"].sum()),
+                                              float(c["pgscan"].sum()), 100)})
+    return pd.DataFrame(rows, columns=["arm", "runs", "calls", "ok", "failed", "mean_ms",
+                                       "p50_ms", "max_ms", "scanned_per_call",
+                                       "reclaimed_per_call", "efficiency_pct"])

@@ -206,3 +206,33 @@ def writeback_cp_markdown(table, scenario):
     return (f"**{scenario}**, the 2011 cover letter's table (`writeback-cp.csv`): "
             + WRITEBACK_CP_LEGEND.replace("\n", " ") + "\n\n" + grids)
 
+
+PROACTIVE_COLUMNS = [("runs", "runs", "d"), ("calls", "calls", "d"), ("ok", "ok", "d"),
+                     ("failed", "failed", "d"), ("mean_ms", "mean (ms)", ".1f"),
+                     ("p50_ms", "p50 (ms)", ".1f"), ("max_ms", "max (ms)", ".1f"),
+                     ("scanned_per_call", "scanned/call", ".0f"),
+                     ("reclaimed_per_call", "reclaimed/call", ".0f"),
+                     ("efficiency_pct", "efficiency (%)", ".2f")]
+PROACTIVE_LEGEND = ("memory.reclaim calls (proactive.csv), all runs of an arm pooled; failed: "
+                    "the write returned an error (EAGAIN: less reclaimed than asked); "
+                    "pages per call from the parent's memory.stat pgscan/pgsteal; "
+                    "efficiency = reclaimed / scanned over all calls.")
+
+
+def proactive_grid(table):
+    header = ["arm"] + [title for _, title, _ in PROACTIVE_COLUMNS]
+    rows = [[r["arm"]] + ["n/a" if isinstance(r[c], float) and math.isnan(r[c]) else f"{r[c]:{f}}"
+                          for c, _, f in PROACTIVE_COLUMNS] for _, r in table.iterrows()]
+    return header, rows
+
+
+def proactive_text(table, scenario):
+    if table.empty:
+        return f"{scenario}: no proactive.csv in the valid runs\n"
+    return f"{scenario}: {PROACTIVE_LEGEND}\n" + grid_text(*proactive_grid(table))
+
+
+def proactive_markdown(table, scenario):
+    if table.empty:
+        return f"{scenario}: no proactive.csv in the valid runs\n"
+    return f"**{scenario}**: {PROACTIVE_LEGEND}\n\n" + grid_markdown(*proactive_grid(table))

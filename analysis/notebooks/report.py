@@ -35,7 +35,8 @@ display(Markdown("none") if excluded.empty else excluded[["run", "reason"]])
 for scenario in sorted(runs["scenario"].unique()):
     sdir = os.path.join(REPORT, scenario)
     display(Markdown(f"### {scenario}"))
-    for name in ("compare.txt", "percentiles.txt", "probe-histogram.txt", "writeback-cp.txt"):
+    for name in ("compare.txt", "percentiles.txt", "probe-histogram.txt", "writeback-cp.txt",
+                 "proactive.txt"):
         path = os.path.join(sdir, name)
         if os.path.exists(path):
             with open(path) as f:

@@ -14,6 +14,7 @@ VANILLA = "dirty-neighbour/20261203T231532Z-vanilla"
 MGLRU = "dirty-neighbour/20261203T232812Z-mglru"   # real, but has no status.txt
 SMOKE = "smoke/20261203T232633Z-vanilla"
 WRITEBACK_CP = "writeback-cp/20261204T010529Z-vanilla"
+PROACTIVE = "proactive/20261203T233444Z-vanilla"
 
 
 def copy_run(tmp_path, src, dest=None):
@@ -35,7 +36,7 @@ def reasons(tmp_path):
 
 def test_fixture_tree_loads_into_tidy_tables():
     d = collect.Dataset(FIXTURES)
-    assert sorted(d.runs["run"]) == sorted([VANILLA, MGLRU, SMOKE, WRITEBACK_CP])
+    assert sorted(d.runs["run"]) == sorted([VANILLA, MGLRU, SMOKE, WRITEBACK_CP, PROACTIVE])
     assert d.runs.set_index("run").loc[VANILLA, "valid"]
     v = d.metrics[d.metrics["run"] == VANILLA].set_index("metric")["value"]
     # the real run's summary.json: some.total 90722546 us over 111.93 s
