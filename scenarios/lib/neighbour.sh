@@ -7,5 +7,6 @@ out=$1
 fio --output-format=json --output="$out/fio-neighbour.json" \
 	/lab/fio/neighbour-read.fio &
 reader=$!
-lab-mmap-probe -s "$2" -i "$3" -d "$4" -o "$out/probe-latency.csv"
+lab-mmap-probe -s "$2" -i "$3" -d "$4" -o "$out/probe-latency.csv" \
+	-H "$out/probe-histogram.csv"
 wait "$reader"
