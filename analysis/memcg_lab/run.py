@@ -10,7 +10,6 @@ is the least share of the dirtier's file LRU that must be under writeback
 during the measured phase (no such parameter: no precondition).
 """
 import csv
-import json
 import math
 import os
 import re
