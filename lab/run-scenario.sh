@@ -55,6 +55,11 @@ load_host_parameters() {
 	MEM_MB=0
 	# Lets a scenario build on another (dirty-neighbour-ext4).
 	SCENARIO_DIR=$LAB_ROOT/scenarios
+	# Lets a scenario pick defaults for the much slower debug kernel; the
+	# guest sees the same value through params.env.
+	KERNEL_FLAVOUR=lab
+	[ -n "${MEMCG_LAB_DEBUG:-}" ] && [ -z "${MEMCG_LAB_KBUILD:-}" ] &&
+		KERNEL_FLAVOUR=debug
 	# shellcheck disable=SC1090
 	. "$LAB_ROOT/scenarios/$NAME.scenario"
 }
@@ -125,7 +130,7 @@ record_host_provenance() {
 		echo "set=${SET:-}"
 	} >"$RUN/provenance.txt"
 	git -C "$LAB_ROOT" diff HEAD >"$RUN/git-diff.patch" 2>/dev/null || true
-	: >"$RUN/params.env"
+	echo "KERNEL_FLAVOUR=$KERNEL_FLAVOUR" >"$RUN/params.env"
 	local kv
 	for kv in ${SET:-}; do
 		printf '%s\n' "$kv" >>"$RUN/params.env"
