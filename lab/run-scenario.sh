@@ -148,7 +148,9 @@ make_scratch_disks() {
 }
 
 boot_guest() {
-	local cmdline="root=/dev/vda rootfstype=ext4 rw console=ttyS0 panic=-1 quiet"
+	# quiet alone would keep KERN_WARNING off the console, and with it
+	# every WARN() and lockdep report: loglevel=5 lets them through.
+	local cmdline="root=/dev/vda rootfstype=ext4 rw console=ttyS0 panic=-1 quiet loglevel=5"
 	cmdline+=" systemd.show_status=error memcg_lab.scenario=$NAME memcg_lab.arm=$ARM"
 	cmdline+=" ${KERNEL_CMDLINE_EXTRA:-}"
 	QMP=$DISKS/qmp.sock
@@ -241,7 +243,12 @@ watch_guest() {
 
 classify_run() {
 	local trouble guest_rc
-	trouble=$(grep -aE "$KERNEL_TROUBLE" "$RUN/console.log" | head -n 3 || true)
+	# The journal the guest saved has the kernel's messages at every level.
+	trouble=$({
+		grep -aE "$KERNEL_TROUBLE" "$RUN/console.log"
+		[ -f "$RUN/journal.txt" ] &&
+			grep -a ' kernel: ' "$RUN/journal.txt" | grep -aE "$KERNEL_TROUBLE"
+	} | head -n 3 || true)
 	guest_rc=$(cat "$RUN/guest-exit-status" 2>/dev/null || echo missing)
 	if [ -z "$FAILURE" ] && [ -n "$trouble" ]; then
 		FAILURE="kernel trouble on the console: $(echo "$trouble" | head -n 1)"
