@@ -467,7 +467,7 @@ shape_dirty_many() {
 # proactive.csv has per call its end (uptime), duration, the kernel's
 # answer and the parent's pgscan/pgsteal deltas (pages).
 shape_proactive() {
-	local cg i t0 t1 rc s0 s1 r0 r1
+	local cg i t0 t1 rc err s0 s1 r0 r1
 	[ "$CGROUP_MODE" = v2 ] || die "memory.reclaim exists only in cgroup v2"
 	cg=$(cg_of dirtier)
 	prepare_disks 1
@@ -482,12 +482,14 @@ shape_proactive() {
 		s0=$(memcg_stat "$SLICE" pgscan)
 		r0=$(memcg_stat "$SLICE" pgsteal)
 		t0=$(date +%s%N)
-		# EAGAIN (fewer pages reclaimed than asked) is a result, not an
-		# error.
-		if echo "${RECLAIM_MB}M" >"$CGROOT/$SLICE/memory.reclaim" 2>/dev/null; then
+		# EAGAIN (fewer pages reclaimed than asked) is a result, "short";
+		# any other error is kept by name.
+		if err=$({ echo "${RECLAIM_MB}M" >"$CGROOT/$SLICE/memory.reclaim"; } 2>&1); then
 			rc=ok
-		else
+		elif [[ $err == *"Resource temporarily unavailable"* ]]; then
 			rc=short
+		else
+			rc=error:$(printf '%s' "${err##*: }" | tr -c 'A-Za-z0-9' _)
 		fi
 		t1=$(date +%s%N)
 		s1=$(memcg_stat "$SLICE" pgscan)
