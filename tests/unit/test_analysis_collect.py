@@ -84,12 +84,29 @@ def test_broken_samples_are_unreadable(tmp_path):
 def test_failed_precondition_is_excluded(tmp_path):
     # transform: the dirtier's file_writeback samples set to 0
     p = copy_run(tmp_path, VANILLA)
-    lines = (p / "samples.csv").read_text().splitlines()
-    out = [",".join(l.split(",")[:3] + ["0"]) if ",memory.stat.file_writeback," in l else l
-           for l in lines]
-    (p / "samples.csv").write_text("\n".join(out) + "\n")
+    zero_dirtier_writeback(p)
     assert reasons(tmp_path)[VANILLA] == ("precondition not met: dirtier writeback share "
                                          "of file LRU median 0.0% < 80%")
+
+
+def zero_dirtier_writeback(path):
+    lines = (path / "samples.csv").read_text().splitlines()
+    out = [",".join(l.split(",")[:3] + ["0"]) if ",memory.stat.file_writeback," in l else l
+           for l in lines]
+    (path / "samples.csv").write_text("\n".join(out) + "\n")
+
+
+def test_precondition_is_not_held_against_the_immediate_arm(tmp_path):
+    # transform: relabelled as an immediate run, writeback samples set to 0
+    name = "dirty-neighbour/20261203T231532Z-immediate"
+    p = copy_run(tmp_path, VANILLA, name)
+    edit(p / "provenance.txt", "arm=vanilla", "arm=immediate")
+    edit(p / "params-resolved.env", "ARM=vanilla", "ARM=immediate")
+    zero_dirtier_writeback(p)
+    assert run.summarise(p)["precondition"]["met"] is False   # still reported
+    row = collect.Dataset(tmp_path).runs.set_index("run").loc[name]
+    assert row["valid"]
+    assert row["reason"] == ""
 
 
 def test_folder_and_provenance_arms_must_agree(tmp_path):
