@@ -315,9 +315,22 @@ stop_scope() {
 	wait "${SCOPE_PID[$name]}" || true
 }
 
+# $2 MiB of zeroes in $1, in 256 MiB steps that say how far they got: on
+# the debug kernel a 2 GiB file takes minutes, and the host takes a
+# silent console for a hung guest.
 lay_out_file() {
-	dd if=/dev/zero of="$1" bs=1M count="$2" oflag=direct status=none ||
-		die "cannot lay out $2M in $1"
+	local path=$1 mb=$2 step=256 done_mb=0 n
+	: >"$path" || die "cannot create $path"
+	while [ "$done_mb" -lt "$mb" ]; do
+		n=$((mb - done_mb < step ? mb - done_mb : step))
+		dd if=/dev/zero of="$path" bs=1M seek="$done_mb" count="$n" \
+			conv=notrunc oflag=direct status=none ||
+			die "cannot lay out ${mb}M in $path (failed after ${done_mb}M)"
+		done_mb=$((done_mb + n))
+		if [ "$done_mb" -lt "$mb" ]; then
+			say "  ${done_mb}M of ${mb}M laid out in $path"
+		fi
+	done
 }
 
 # Files are laid out before the stick is throttled: a new file on vfat
