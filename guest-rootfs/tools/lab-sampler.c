@@ -10,8 +10,10 @@
  * /sys/fs/cgroup); "" or "/" is the root.  A cgroup that does not exist yet
  * (or was removed) is skipped for that tick, and reported once.  The
  * system-wide rows have cgroup "-".  time_s is CLOCK_BOOTTIME, the clock of
- * /proc/uptime, so shell scripts can mark phases on the same axis.  Stops on SIGINT/SIGTERM, flushing the
- * current tick.
+ * /proc/uptime, so shell scripts can mark phases on the same axis.  Stops on
+ * SIGINT/SIGTERM, flushing the current tick, and reports on stderr its own
+ * CPU time (getrusage) over its run, so every run records the sampler's
+ * cost in the guest it measured.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,6 +99,26 @@ static double now_s(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+/* The sampler's own cost: CPU seconds per second of wall time. */
+static void report_cpu(unsigned long ticks, double start_s)
+{
+	double wall = now_s() - start_s, cpu;
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru)) {
+		fprintf(stderr, "lab-sampler: getrusage: %s\n", strerror(errno));
+		return;
+	}
+	cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	      ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	fprintf(stderr,
+		"lab-sampler: %lu ticks in %.1f s, cpu %.3f s (user %.3f, system %.3f), %.2f%% of one CPU\n",
+		ticks, wall, cpu,
+		ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+		ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
+		wall > 0 ? 100.0 * cpu / wall : 0.0);
+}
+
 static void sample_cgroup(struct sampled_cgroup *cg, struct emit_ctx *ctx,
 			  char *buf, size_t size)
 {
@@ -133,10 +156,12 @@ int main(int argc, char **argv)
 	static struct sampled_cgroup cgroups[MAX_CGROUPS];
 	static char buf[1 << 16];
 	const char *root = "/sys/fs/cgroup", *outpath = NULL;
+	unsigned long ticks = 0;
 	struct timespec next;
 	struct emit_ctx ctx;
 	struct sigaction sa;
 	long interval_ms = 1000;
+	double start_s;
 	int nr = 0, opt, i;
 	char *end;
 
@@ -199,7 +224,9 @@ int main(int argc, char **argv)
 
 	fprintf(ctx.out, "time_s,cgroup,key,value\n");
 	clock_gettime(CLOCK_BOOTTIME, &next);
+	start_s = now_s();
 	while (!stop) {
+		ticks++;
 		ctx.t = now_s();
 		ctx.cgroup = "-";
 		if (read_small_file("/proc/vmstat", buf, sizeof(buf)) < 0) {
@@ -226,5 +253,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lab-sampler: %s: %s\n", outpath, strerror(errno));
 		return 1;
 	}
+	report_cpu(ticks, start_s);
 	return 0;
 }

@@ -2,6 +2,7 @@
 cgroup tree laid out in a temporary folder (the -r option)."""
 import csv
 import os
+import re
 import signal
 import subprocess
 import time
@@ -68,6 +69,21 @@ def test_sampler_never_samples_faster_than_asked(tmp_path):
     assert len(times) >= 2
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert min(gaps) >= 0.045
+
+
+def test_sampler_reports_its_own_cpu_time_at_exit(tmp_path):
+    make_cgroup(tmp_path, "a")
+    rc, out, err = run_sampler(["-i", "50", "-r", str(tmp_path), "a"], seconds=0.6)
+    assert rc == 0, err
+    m = re.search(r"lab-sampler: (\d+) ticks in ([\d.]+) s, cpu ([\d.]+) s "
+                  r"\(user ([\d.]+), system ([\d.]+)\), ([\d.]+)% of one CPU", err)
+    assert m, err
+    ticks, wall, cpu, user, system, pct = (float(g) for g in m.groups())
+    assert ticks == len({r[0] for r in rows(out)[1:]})
+    assert 0.4 < wall < 5
+    # printed to 3 and 2 decimals: allow for the rounding
+    assert cpu == pytest.approx(user + system, abs=0.0011)
+    assert pct == pytest.approx(100 * cpu / wall, abs=100 * 0.0006 / wall + 0.006)
 
 
 def test_sampler_reports_an_absent_cgroup_once_and_keeps_going(tmp_path):
