@@ -20,8 +20,10 @@ HANG_S=${MEMCG_LAB_HANG_S:-180}
 # Console lines that make a run failed, whatever the scenario says.
 CLEAN_SHUTDOWN='reboot: (Restarting system|Power down)'
 # What a splat prints: panics, BUG/WARN (lockdep reports are WARNINGs,
-# DEBUG_LIST corruption a WARN or BUG), DEBUG_VM's page dumps, UBSAN.
-KERNEL_TROUBLE='Kernel panic|BUG: |Oops|WARNING: |general protection fault|soft lockup|blocked for more than|Call Trace:|page dumped because|list_(add|del) corruption|UBSAN: '
+# DEBUG_LIST corruption a WARN or BUG), DEBUG_VM's page dumps, UBSAN,
+# lockups and RCU stalls.  Not "Call Trace:" alone: an OOM kill dumps one
+# too, and OOM kills are a result (memory.events oom_kill), not a bug.
+KERNEL_TROUBLE='Kernel panic|BUG: |Oops|WARNING: |general protection fault|soft lockup|hard LOCKUP|blocked for more than|detected stall|page dumped because|list_(add|del) corruption|UBSAN: '
 
 list_scenarios() {
 	local f

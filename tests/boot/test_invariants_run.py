@@ -30,7 +30,8 @@ def test_the_tap_report_is_complete():
 
 def test_no_test_failed_and_few_skipped():
     lines = tap_lines()
-    failed = [l for l in lines if l.startswith("not ok")]
+    # "not ok ... # TODO" is a known problem, which TAP does not count
+    failed = [l for l in lines if l.startswith("not ok") and "# TODO" not in l]
     assert failed == []
     skipped = [l for l in lines if "# SKIP" in l]
     results = [l for l in lines if re.match(r"^ok \d+", l)]

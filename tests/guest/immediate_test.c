@@ -59,6 +59,25 @@ static void tap_result(bool ok, const char *fmt, ...)
 	fflush(stdout);
 }
 
+/*
+ * A known problem: reported as "not ok ... # TODO why" when it shows, which
+ * TAP does not count as a failure, and as a plain "ok" when it does not.
+ */
+static void tap_todo(bool ok, const char *why, const char *fmt, ...)
+{
+	va_list ap;
+
+	nr_tests++;
+	printf("%s %d - ", ok ? "ok" : "not ok", nr_tests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (!ok)
+		printf(" # TODO %s", why);
+	printf("\n");
+	fflush(stdout);
+}
+
 static void tap_skip(const char *name, const char *why)
 {
 	nr_tests++;
@@ -157,6 +176,15 @@ static long memcg_stat(const char *cg, const char *key)
 
 	path_join(path, sizeof(path), cg, "memory.stat");
 	return keyed_value(path, key);
+}
+
+/* OOM kills in the test memcgs so far (hierarchical memory.events). */
+static long oom_kills(void)
+{
+	char path[PATH_MAX];
+
+	path_join(path, sizeof(path), cg_parent, "memory.events");
+	return keyed_value(path, "oom_kill");
 }
 
 static int set_policy(const char *policy)
@@ -525,15 +553,19 @@ static void test_parked_folios_are_not_scanned(const char *file)
 		   "immediate scans fewer pages per page reclaimed than activate");
 }
 
+static long toggle_ooms;
+
 static void test_policy_toggle_under_load(const char *file)
 {
 	bool drained = true, walk_empty = true;
+	long oom0;
 	struct list_walk walk = { 0 };
 	char cg[PATH_MAX];
 	pid_t w;
 	int i;
 
 	make_memcg(cg, sizeof(cg), "toggle", memcg_max_mb);
+	oom0 = oom_kills();
 	set_policy("immediate");
 	w = start_writer(cg, file);
 	wait_parked(cg, 60);
@@ -559,6 +591,11 @@ static void test_policy_toggle_under_load(const char *file)
 	tap_list_walk(walk_empty,
 		      "the list walk finds nothing parked right after each switch away from immediate",
 		      &walk);
+	toggle_ooms = oom_kills() - oom0;
+	tap_todo(toggle_ooms == 0,
+		 "memcg OOM while toggling: 3 of 8 runs on the 6- and 7-patch kernels",
+		 "no memcg OOM kill of the 64M writer while toggling (%ld)",
+		 toggle_ooms);
 	stop_writer(w);
 	tap_result(sync_and_drain(), "nr_immediate is 0 after toggling and sync");
 	remove_memcg(cg);
@@ -664,6 +701,7 @@ int main(int argc, char **argv)
 {
 	char file[PATH_MAX], buf[64];
 	struct list_walk end_walk;
+	long start_ooms;
 	bool end_ok;
 	int opt;
 
@@ -700,6 +738,7 @@ int main(int argc, char **argv)
 	path_join(file, sizeof(file), test_dir, "immediate-test.dat");
 	lay_out(file);
 	find_verifier();
+	start_ooms = oom_kills();
 
 	test_policy_names();
 	test_park_then_drain_after_sync(file);
@@ -715,6 +754,9 @@ int main(int argc, char **argv)
 	set_policy("activate");
 	tap_result(sync_and_drain() && vmstat("nr_immediate") == 0,
 		   "nr_immediate is 0 at the end (policy back to activate)");
+	tap_result(oom_kills() - start_ooms - toggle_ooms == 0,
+		   "no memcg OOM kill in any other test (%ld)",
+		   oom_kills() - start_ooms - toggle_ooms);
 	end_ok = !walk_lists(&end_walk, NULL);
 	tap_list_walk(end_ok && lists_empty(&end_walk),
 		      "the list walk finds every list empty at the end", &end_walk);
