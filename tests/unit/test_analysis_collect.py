@@ -29,6 +29,18 @@ def edit(path, old, new):
     path.write_text(text.replace(old, new))
 
 
+def report_texts(out, scenario, names):
+    """Asserts that report folder out has each of names, non-empty, for
+    scenario; returns the texts of its report.md and cover-letter.txt."""
+    for name in names:
+        assert os.path.getsize(os.path.join(out, scenario, name)) > 0, name
+    with open(os.path.join(out, "report.md")) as f:
+        md = f.read()
+    with open(os.path.join(out, "cover-letter.txt")) as f:
+        cover = f.read()
+    return md, cover
+
+
 def reasons(tmp_path):
     d = collect.Dataset(tmp_path)
     return dict(zip(d.runs["run"], d.runs["reason"]))

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from memcg_lab import collect, load, report, run, stats, tables
-from test_analysis_collect import MGLRU, VANILLA, copy_run, reasons
+from test_analysis_collect import MGLRU, VANILLA, copy_run, reasons, report_texts
 
 
 def derive_histogram(path):
@@ -89,14 +89,11 @@ def test_a_broken_histogram_makes_the_run_unreadable(results):
 
 def test_report_has_the_histogram_table_and_figure(results):
     out, _ = report.build(str(results), "vanilla", stamp="x")
-    sdir = os.path.join(out, "dirty-neighbour")
-    for name in ("probe-histogram.csv", "probe-histogram.txt", "probe-histogram.md",
-                 "probe-histogram.png", "probe-histogram.svg"):
-        assert os.path.getsize(os.path.join(sdir, name)) > 0, name
-    md = open(os.path.join(out, "report.md")).read()
+    md, cover = report_texts(out, "dirty-neighbour", [
+        "probe-histogram.csv", "probe-histogram.txt", "probe-histogram.md",
+        "probe-histogram.png", "probe-histogram.svg"])
     assert "| [2097152, 4194304) | 6 (25.0%) |" in md
     assert "![probe-histogram.png](dirty-neighbour/probe-histogram.png)" in md
-    cover = open(os.path.join(out, "cover-letter.txt")).read()
     assert "probe fault latency histogram" in cover
 
 

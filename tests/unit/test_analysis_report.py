@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from memcg_lab import collect, notebook, plots, report, stats, tables
+from test_analysis_collect import report_texts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(os.path.dirname(HERE), "fixtures", "runs")
@@ -116,15 +117,12 @@ def test_arm_colours_are_fixed():
 def test_report_folder(results):
     out, ds = report.build(str(results), "vanilla", stamp="20261204T000000Z")
     assert out == os.path.join(str(results), "report", "20261204T000000Z")
-    sdir = os.path.join(out, "dirty-neighbour")
-    for name in ("compare.txt", "compare.csv", "compare.md", "percentiles.csv",
-                 "timeseries-vanilla.png", "timeseries-mglru.svg", "neighbour-cost.png",
-                 "probe-latency-cdf.png", "fio-clat.png"):
-        assert os.path.getsize(os.path.join(sdir, name)) > 0, name
-    md = open(os.path.join(out, "report.md")).read()
+    md, cover = report_texts(out, "dirty-neighbour", [
+        "compare.txt", "compare.csv", "compare.md", "percentiles.csv",
+        "timeseries-vanilla.png", "timeseries-mglru.svg", "neighbour-cost.png",
+        "probe-latency-cdf.png", "fio-clat.png"])
     assert "attribution heat map: skipped" in md
     assert "6 run folders, 6 used, 0 excluded" in md
-    cover = open(os.path.join(out, "cover-letter.txt")).read()
     assert "Amean     Neighbour PSI some (s)" in cover
     with pytest.raises(report.ReportError, match="never overwritten"):
         report.build(str(results), "vanilla", stamp="20261204T000000Z")

@@ -9,7 +9,8 @@ import os
 import pytest
 
 from memcg_lab import collect, load, report, stats, tables
-from test_analysis_collect import FIXTURES, VANILLA, WRITEBACK_CP, copy_run, reasons
+from test_analysis_collect import (FIXTURES, VANILLA, WRITEBACK_CP, copy_run, reasons,
+                                   report_texts)
 
 
 def as_arm(results, arm, transform):
@@ -118,14 +119,11 @@ def test_report_has_the_table_only_where_runs_have_the_file(results):
     copy_run(results, VANILLA)
     out, ds = report.build(str(results), "vanilla", stamp="x")
     assert ds.runs["valid"].all()
-    sdir = os.path.join(out, "writeback-cp")
-    for name in ("writeback-cp.txt", "writeback-cp.md", "writeback-cp.csv"):
-        assert os.path.getsize(os.path.join(sdir, name)) > 0
+    md, cover = report_texts(out, "writeback-cp",
+                             ["writeback-cp.txt", "writeback-cp.md", "writeback-cp.csv"])
     assert not os.path.exists(os.path.join(out, "dirty-neighbour", "writeback-cp.txt"))
-    md = open(os.path.join(out, "report.md")).read()
     assert "the 2011 cover letter's table" in md
     assert "| Direct velocity (pages/s) | 207285 | 414570 |" in md
-    cover = open(os.path.join(out, "cover-letter.txt")).read()
     assert "vmstat, mean per iteration" in cover
 
 
