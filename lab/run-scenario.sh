@@ -45,6 +45,8 @@ check_arguments() {
 	for kv in ${SET:-}; do
 		[[ $kv =~ ^[A-Z][A-Z0-9_]*=[^\;\&\|\`\$]*$ ]] ||
 			die_usage "SET entries must be VAR=value, got '$kv'"
+		[[ $kv != KERNEL_SLOWDOWN=* || ${kv#*=} =~ ^[1-9][0-9]*$ ]] ||
+			die_usage "KERNEL_SLOWDOWN must be a positive integer, got '${kv#*=}'"
 	done
 }
 
@@ -57,11 +59,22 @@ load_host_parameters() {
 	MEM_MB=0
 	# Lets a scenario build on another (dirty-neighbour-ext4).
 	SCENARIO_DIR=$LAB_ROOT/scenarios
-	# Lets a scenario pick defaults for the much slower debug kernel; the
-	# guest sees the same value through params.env.
+	# Lets a scenario pick defaults for the much slower debug kernel
+	# (scenarios/README.md); the guest sees the same values through
+	# params.env.  A kernel given with MEMCG_LAB_KBUILD is a debug one if
+	# its .config has DEBUG_VM.
 	KERNEL_FLAVOUR=lab
-	[ -n "${MEMCG_LAB_DEBUG:-}" ] && [ -z "${MEMCG_LAB_KBUILD:-}" ] &&
+	if [ -n "${MEMCG_LAB_KBUILD:-}" ]; then
+		grep -qx CONFIG_DEBUG_VM=y "$MEMCG_LAB_KBUILD/.config" 2>/dev/null &&
+			KERNEL_FLAVOUR=debug
+	elif [ -n "${MEMCG_LAB_DEBUG:-}" ]; then
 		KERNEL_FLAVOUR=debug
+	fi
+	if [ "$KERNEL_FLAVOUR" = debug ]; then
+		: "${KERNEL_SLOWDOWN:=4}"
+	else
+		: "${KERNEL_SLOWDOWN:=1}"
+	fi
 	# shellcheck disable=SC1090
 	. "$LAB_ROOT/scenarios/$NAME.scenario"
 }
@@ -132,7 +145,8 @@ record_host_provenance() {
 		echo "set=${SET:-}"
 	} >"$RUN/provenance.txt"
 	git -C "$LAB_ROOT" diff HEAD >"$RUN/git-diff.patch" 2>/dev/null || true
-	echo "KERNEL_FLAVOUR=$KERNEL_FLAVOUR" >"$RUN/params.env"
+	printf 'KERNEL_FLAVOUR=%s\nKERNEL_SLOWDOWN=%s\n' "$KERNEL_FLAVOUR" "$KERNEL_SLOWDOWN" \
+		>"$RUN/params.env"
 	local kv
 	for kv in ${SET:-}; do
 		printf '%s\n' "$kv" >>"$RUN/params.env"

@@ -54,6 +54,13 @@ def test_set_must_be_assignments():
     assert p.returncode == 2 and "SET entries must be VAR=value" in p.stderr
 
 
+def test_kernel_slowdown_must_be_a_positive_integer():
+    for bad in ("0", "-1", "fast", "1.5"):
+        p = run_scenario("smoke", env={"SET": f"KERNEL_SLOWDOWN={bad}"})
+        assert p.returncode == 2, bad
+        assert f"KERNEL_SLOWDOWN must be a positive integer, got '{bad}'" in p.stderr
+
+
 def test_make_scenario_passes_the_exit_status_through():
     p = make("scenario", "NAME=nope")
     assert p.returncode != 0
