@@ -711,6 +711,11 @@ stress_step() {
 	esac
 }
 
+# The value after KEY in the verifier's "total ... KEY value ..." line.
+verifier_field() {
+	awk -v key="$1" '{for (i = 1; i < NF; i++) if ($i == key) print $(i + 1)}' <<<"$2"
+}
+
 # After sync: nothing parked anywhere, no stranded folio, and (with the
 # series' debugfs verifier) the lists agree with the counters.  Writes
 # stress-check.txt; a failed check fails the run.
@@ -730,8 +735,8 @@ check_series_drained() {
 	mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug || true
 	if [ -r /sys/kernel/debug/lru_immediate_verify ]; then
 		walk=$(grep '^total ' /sys/kernel/debug/lru_immediate_verify)
-		bad=$(awk '{for (i = 1; i < NF; i++) if ($i == "bad") print $(i + 1)}' <<<"$walk")
-		mismatched=$(awk '{for (i = 1; i < NF; i++) if ($i == "mismatched") print $(i + 1)}' <<<"$walk")
+		bad=$(verifier_field bad "$walk")
+		mismatched=$(verifier_field mismatched "$walk")
 		[ "$bad" = 0 ] || failed+=" bad=$bad"
 		[ "$mismatched" = 0 ] || failed+=" mismatched=$mismatched"
 	fi
