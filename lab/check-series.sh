@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Check patches/series against pristine Debian linux-source 6.1.
 #
-#   check-series.sh [--checkpatch-only | --final-only | --full]
+#   check-series.sh [--checkpatch-only | --final-only | --n-vs-vanilla | --full]
 #
 # --checkpatch-only  apply the series to a scratch index of the pristine
 #                    tree (no checkout, no build) and run
@@ -9,7 +9,14 @@
 #                    for CI
 # --final-only       the above, then build the whole series twice, with
 #                    CONFIG_LRU_IMMEDIATE=y and =n
-# --full (default)   the above, plus a build after every patch (each
+# --n-vs-vanilla     the checkpatch steps, then compile mm/ and fs/proc/
+#                    of the pristine tree and of the series with
+#                    CONFIG_LRU_IMMEDIATE=n, from one config, and compare
+#                    every object with the bug table (line numbers)
+#                    removed: only the objects patches 1-2 change (the
+#                    attribution tracepoint and the policy sysctl, in
+#                    N_DIFFERS_ALLOWED) may differ
+# --full (default)   all of the above, plus a build after every patch (each
 #                    prefix of the series, CONFIG_LRU_IMMEDIATE=y where the
 #                    option exists) and the debug kernel
 #                    (lab/build-kernel.sh --debug: lab/kernel/debug.config,
@@ -36,6 +43,12 @@ CHECK_TREE=$CHECK_ROOT/linux
 FRAGMENT=$LAB_ROOT/lab/kernel/memcg-lab.config
 JOBS=${MEMCG_LAB_JOBS:-$(nproc)}
 ALLOWED_CHECKS=(OPEN_ENDED_LINE PARENTHESIS_ALIGNMENT CAMELCASE)
+# Directories --n-vs-vanilla compiles: every .c file the series changes
+# is in them, and the series' headers reach all of their objects.
+N_DIRS=(mm/ fs/proc/)
+# Patches 1-2 are not under CONFIG_LRU_IMMEDIATE: with =n, their
+# tracepoint and sysctl are the only code the series adds.
+N_DIFFERS_ALLOWED=(mm/vmscan.o)
 
 MODE=full
 RESULTS=()
@@ -49,6 +62,7 @@ parse_args() {
 	case ${1:-} in
 	--checkpatch-only) MODE=checkpatch ;;
 	--final-only) MODE=final ;;
+	--n-vs-vanilla) MODE=n_vs_vanilla ;;
 	--full | '') MODE=full ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die_usage "unknown option: $1" ;;
@@ -269,6 +283,54 @@ build_debug_kernel() {
 	fi
 }
 
+# Compiles N_DIRS of CHECK_TREE into $1 from the config $2 (the =n
+# build's: the pristine Kconfig drops its one LRU_IMMEDIATE line).
+compile_objects() {
+	local out=$1 config=$2 cc=gcc
+	command -v ccache >/dev/null && cc="ccache gcc"
+	export CCACHE_DIR=${CCACHE_DIR:-$LAB_CACHE/ccache}
+	rm -rf "$out"
+	mkdir -p "$out"
+	cp "$config" "$out/.config"
+	{
+		make -C "$CHECK_TREE" O="$out" olddefconfig &&
+			nice -n 19 make -C "$CHECK_TREE" O="$out" -j"$JOBS" CC="$cc" \
+				"${N_DIRS[@]}"
+	} >"$out/build.log" 2>&1
+}
+
+# With CONFIG_LRU_IMMEDIATE=n the series must compile to vanilla's code
+# apart from patches 1-2: compiles N_DIRS of the series (=n) and of the
+# pristine tree from one config and compares every object.
+check_n_matches_vanilla() {
+	local vanilla=$CHECK_ROOT/obj-vanilla n=$CHECK_ROOT/obj-n p summary
+	local step="=n vs vanilla (${N_DIRS[*]})" report=$CHECK_ROOT/n-vs-vanilla.txt
+	prepare_check_tree
+	for p in "${PATCHES[@]}"; do
+		apply_patch "$p" || { record_result "$step" FAIL "git am failed"; return 0; }
+	done
+	configure_build "$CHECK_ROOT/config-n" n ||
+		{ record_result "$step" FAIL "configure failed: $CHECK_ROOT/config-n/config.log"; return 0; }
+	log "compiling ${N_DIRS[*]} of the series with CONFIG_LRU_IMMEDIATE=n"
+	compile_objects "$n" "$CHECK_ROOT/config-n/.config" ||
+		{ record_result "$step" FAIL "=n build failed: $n/build.log"; return 0; }
+	git -C "$CHECK_TREE" checkout -q -f --detach "$PRISTINE_REF"
+	log "compiling ${N_DIRS[*]} of the pristine tree"
+	compile_objects "$vanilla" "$CHECK_ROOT/config-n/.config" ||
+		{ record_result "$step" FAIL "pristine build failed: $vanilla/build.log"; return 0; }
+	if ! diff <(grep -v LRU_IMMEDIATE "$n/.config") \
+		<(grep -v LRU_IMMEDIATE "$vanilla/.config") >/dev/null; then
+		record_result "$step" FAIL "the two configs differ beyond LRU_IMMEDIATE"
+		return 0
+	fi
+	if summary=$("$LAB_ROOT/lab/compare-objects.sh" "$vanilla" "$n" "$report" \
+		"${N_DIRS[@]}" -- "${N_DIFFERS_ALLOWED[@]}"); then
+		record_result "$step" PASS "$summary"
+	else
+		record_result "$step" FAIL "$summary"
+	fi
+}
+
 main() {
 	parse_args "$@"
 	require_kernel_repo
@@ -280,8 +342,11 @@ main() {
 		if [ "$MODE" = full ]; then
 			build_each_prefix
 		fi
-		if [ "$MODE" != checkpatch ]; then
+		if [ "$MODE" = final ] || [ "$MODE" = full ]; then
 			build_final_series
+		fi
+		if [ "$MODE" = n_vs_vanilla ] || [ "$MODE" = full ]; then
+			check_n_matches_vanilla
 		fi
 		if [ "$MODE" = full ]; then
 			build_debug_kernel
