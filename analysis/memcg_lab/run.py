@@ -223,6 +223,25 @@ def load_probe_latencies(path):
         return [float(r["latency_us"]) for r in csv.DictReader(f)]
 
 
+SAMPLER_COST = re.compile(
+    r"lab-sampler: (\d+) ticks in ([\d.]+) s, cpu ([\d.]+) s .*?([\d.]+)% of one CPU")
+
+
+def load_sampler_cost(path, params):
+    """The sampler's own cost, from the line it writes to sampler.log at
+    exit, with the interval it ran at (None without the line)."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        found = SAMPLER_COST.findall(f.read())
+    if not found:
+        return None
+    ticks, wall, cpu, pct = found[-1]
+    interval = params.get("SAMPLE_MS")
+    return {"interval_ms": int(interval) if interval else None, "ticks": int(ticks),
+            "wall_s": float(wall), "cpu_s": float(cpu), "cpu_pct_of_one": float(pct)}
+
+
 def judge_precondition(series, dirtiers, threshold, start, end, mode):
     """The precondition over the measured phase, judged per dirtier: with
     several, every one must meet it, and the top-level figures are those of
@@ -266,8 +285,8 @@ def summarise(run_dir):
         if points is not None:
             summary["counters"][f"{cgroup}:{key}"] = delta(points, start, end)
 
-    threshold = precondition_threshold(
-        load_parameters(os.path.join(run_dir, "params-resolved.env")))
+    params = load_parameters(os.path.join(run_dir, "params-resolved.env"))
+    threshold = precondition_threshold(params)
     summary["precondition"] = judge_precondition(series, dirtiers, threshold,
                                                  start, end, mode)
 
@@ -281,6 +300,9 @@ def summarise(run_dir):
         summary["probe_latency_us"] = {
             "n": len(lat), "p50": percentile(lat, 50), "p90": percentile(lat, 90),
             "p99": percentile(lat, 99), "max": max(lat)}
+    cost = load_sampler_cost(os.path.join(run_dir, "sampler.log"), params)
+    if cost:
+        summary["sampler"] = cost
     return summary
 
 
@@ -313,4 +335,9 @@ def format_summary(s):
         p = s["probe_latency_us"]
         lines.append(f"neighbour fault latency (us): p50 {p['p50']:.0f} p90 {p['p90']:.0f}"
                      f" p99 {p['p99']:.0f} max {p['max']:.0f} (n={p['n']})")
+    if "sampler" in s:
+        c = s["sampler"]
+        lines.append(f"sampler cost: {c['cpu_pct_of_one']:.2f}% of one CPU at "
+                     f"{c['interval_ms'] or '?'} ms ({c['ticks']} ticks, {c['cpu_s']:.2f} s"
+                     f" in {c['wall_s']:.0f} s)")
     return "\n".join(lines)

@@ -51,6 +51,8 @@ resolve_parameters() {
 	SCENARIO_DIR=$LAB
 	. "$LAB/$SCENARIO.scenario"
 	: "${SHAPE:?scenario does not set SHAPE}"
+	# The sampler's interval, recorded with its cost (sampler.log).
+	: "${SAMPLE_MS:=1000}"
 	declare -F "shape_${SHAPE//-/_}" >/dev/null || die "unknown SHAPE=$SHAPE"
 	set | grep -E '^[A-Z][A-Z0-9_]*=' | grep -vE '^(BASH|EUID|PPID|UID|SHELLOPTS|PIPESTATUS|GROUPS|HOST|OPT|PWD|OLDPWD|IFS|PS[0-9]|HOME|PATH|TERM|SHLVL|LINENO|RANDOM|SECONDS|COLUMNS|LINES|MACHTYPE|HISTCMD|INVOCATION_ID|JOURNAL_STREAM|SYSTEMD_EXEC_PID|LANG|_)' \
 		>"$OUT/params-resolved.env"
@@ -206,7 +208,7 @@ list_members() {
 }
 
 start_sampler() {
-	lab-sampler -i "${SAMPLE_MS:-1000}" -r "$CGROOT" -o "$OUT/samples.csv" "$@" \
+	lab-sampler -i "$SAMPLE_MS" -r "$CGROOT" -o "$OUT/samples.csv" "$@" \
 		2>>"$OUT/sampler.log" &
 	SAMPLER_PID=$!
 }

@@ -159,3 +159,22 @@ def test_parked_folios_count_in_the_file_lru(tmp_path):
     pre = run.summarise(tmp_path)["precondition"]
     assert pre["writeback_of_file_lru_median"] == pytest.approx(0.9)
     assert pre["writeback_of_inactive_median"] == pytest.approx(1.0)
+
+
+def test_sampler_cost_is_read_from_its_exit_line(tmp_path):
+    write_run(tmp_path, dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 90, 10, 90),
+              [("neighbour", 10, 11)], params="SAMPLE_MS=100\n")
+    (tmp_path / "sampler.log").write_text(
+        "lab-sampler: /sys/fs/cgroup/x: No such file or directory\n"
+        "lab-sampler: 1200 ticks in 120.4 s, cpu 0.950 s (user 0.210, system 0.740),"
+        " 0.79% of one CPU\n")
+    s = run.summarise(tmp_path)
+    assert s["sampler"] == {"interval_ms": 100, "ticks": 1200, "wall_s": 120.4,
+                            "cpu_s": 0.95, "cpu_pct_of_one": 0.79}
+    assert "sampler cost: 0.79% of one CPU at 100 ms" in run.format_summary(s)
+
+
+def test_no_sampler_line_means_no_cost(tmp_path):
+    write_run(tmp_path, dirtier_lru(10, 90, 10, 90), [("neighbour", 10, 11)])
+    (tmp_path / "sampler.log").write_text("killed\n")
+    assert "sampler" not in run.summarise(tmp_path)
