@@ -53,6 +53,9 @@ class Dataset:
                    "phase_s": s["phase_s"] if s else None}
             if s:
                 row["writeback_share_median"] = s["precondition"].get("writeback_of_file_lru_median")
+                cost = s.get("sampler") or {}
+                row["sampler_interval_ms"] = cost.get("interval_ms")
+                row["sampler_cpu_pct"] = cost.get("cpu_pct_of_one")
             if problems[i] is None:
                 try:
                     fio = r.fio()

@@ -139,6 +139,20 @@ def scenario_section(ds, scenario, out, baseline_wanted):
     return "\n".join(md), "\n".join([text + cover_notes, pct_text] + file_text)
 
 
+def sampler_cost_lines(runs):
+    """The sampler's CPU cost per interval over all runs that report it:
+    the issue's budget is 1% of one CPU at 100 ms."""
+    if "sampler_cpu_pct" not in runs:
+        return []
+    have = runs.dropna(subset=["sampler_cpu_pct"])
+    lines = []
+    for interval, g in have.groupby(have["sampler_interval_ms"].fillna(-1)):
+        at = "an unrecorded interval" if interval < 0 else f"{interval:.0f} ms"
+        lines.append(f"- sampler cost at {at}: median {g['sampler_cpu_pct'].median():.2f}%, "
+                     f"max {g['sampler_cpu_pct'].max():.2f}% of one CPU ({len(g)} run(s))")
+    return lines + ([""] if lines else [])
+
+
 def build(results, baseline="vanilla", stamp=None):
     """Writes the report; returns (folder, dataset)."""
     if not os.path.isdir(results):
@@ -156,7 +170,7 @@ def build(results, baseline="vanilla", stamp=None):
     excluded = ds.excluded()
     md = [f"# memcg-lab report: {results}", "",
           f"{len(ds.runs)} run folders, {int(ds.runs['valid'].sum())} used, "
-          f"{len(excluded)} excluded.", ""]
+          f"{len(excluded)} excluded.", ""] + sampler_cost_lines(ds.runs)
     if len(excluded):
         md += ["## Excluded runs", "", "| run | reason |", "|---|---|"]
         md += [f"| {r.run} | {r.reason} |" for r in excluded.itertuples()]

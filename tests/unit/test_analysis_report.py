@@ -137,6 +137,21 @@ def test_report_lists_excluded_runs(results):
     assert "1 run(s) excluded" in open(os.path.join(out, "cover-letter.txt")).read()
 
 
+def test_report_states_the_sampler_cost_per_interval(results):
+    costs = {VANILLA: 0.41, VANILLA + ".2": 0.62, MGLRU: 0.08}
+    for run, pct in costs.items():
+        interval = 1000 if run == MGLRU else 100
+        with open(results / run / "params-resolved.env", "a") as f:
+            f.write(f"SAMPLE_MS={interval}\n")
+        (results / run / "sampler.log").write_text(
+            f"lab-sampler: 900 ticks in 90.0 s, cpu 0.5 s (user 0.1, system 0.4), {pct}% of one CPU\n")
+    out, ds = report.build(str(results), "vanilla", stamp="x")
+    md = open(os.path.join(out, "report.md")).read()
+    assert "- sampler cost at 100 ms: median 0.52%, max 0.62% of one CPU (2 run(s))" in md
+    assert "- sampler cost at 1000 ms: median 0.08%, max 0.08% of one CPU (1 run(s))" in md
+    assert ds.runs.set_index("run").loc[VANILLA, "sampler_cpu_pct"] == 0.41
+
+
 def test_missing_baseline_falls_back_with_a_note(results):
     out, _ = report.build(str(results), "immediate", stamp="x")
     md = open(os.path.join(out, "report.md")).read()
