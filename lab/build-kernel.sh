@@ -39,10 +39,22 @@ unpack_pristine_tree() {
 	rm -rf "$tmp"
 }
 
+series_hash() {
+	local patches=()
+	mapfile -t patches < <(series_patches)
+	content_hash "$LAB_ROOT/patches/series" "${patches[@]}"
+}
+
+# True when the source tree holds the current series.
+tree_is_current() {
+	[ -d "$SRC/.git" ] &&
+		[ "$(series_hash)" = "$(cat "$SRC/.memcg-lab-series" 2>/dev/null || true)" ]
+}
+
 apply_series() {
 	local want have patches=()
 	mapfile -t patches < <(series_patches)
-	want=$(content_hash "$LAB_ROOT/patches/series" "${patches[@]}")
+	want=$(series_hash)
 	have=$(cat "$SRC/.memcg-lab-series" 2>/dev/null || true)
 	[ "$want" = "$have" ] && return 0
 	log "applying patches/series (${#patches[@]} patches) onto pristine 6.1"
@@ -132,12 +144,27 @@ show_build_progress() {
 	awk '/^  CC /{n++; if (n % 500 == 0) {printf "[memcg-lab]   %d objects compiled\n", n > "/dev/stderr"}}'
 }
 
+# Both flavours build from one source tree: it changes only under the
+# exclusive tree lock, builds read it under the shared one, and each
+# build folder has its own lock, so the lab and the debug kernel build
+# side by side and a scenario never waits for the other flavour's build.
+lock_tree_and_build_folder() {
+	exec 9>"$LAB_CACHE/.kernel.lock"
+	flock -s 9
+	if ! tree_is_current; then
+		flock -u 9
+		flock 9
+		unpack_pristine_tree
+		apply_series
+		flock -s 9
+	fi
+	exec 8>"$LAB_CACHE/.kernel-$FLAVOUR.lock"
+	flock 8
+}
+
 main() {
 	mkdir -p "$LAB_CACHE"
-	exec 9>"$LAB_CACHE/.kernel.lock"
-	flock 9
-	unpack_pristine_tree
-	apply_series
+	lock_tree_and_build_folder
 	configure_kernel
 	build_bzimage
 	echo "$OUT"
