@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,10 +39,30 @@ static const char * const cgroup_files[] = {
 };
 #define NR_CGROUP_FILES (sizeof(cgroup_files) / sizeof(cgroup_files[0]))
 
+/*
+ * Files stay open between ticks and are read with pread(): at 10 Hz under
+ * TCG, opening every file on every tick was a large part of the
+ * sampler's cost.  A cgroup removed and created again under the same name
+ * is a new directory inode: its files are reopened.
+ */
 struct sampled_cgroup {
 	const char *name;
 	char dir[PATH_MAX];
+	ino_t ino;
+	int fd[NR_CGROUP_FILES];
 	bool missing_reported;
+};
+
+/*
+ * One tick's rows, written with one write(): formatting a row is a
+ * copy, not an fprintf() of the time.
+ */
+struct tick_buf {
+	char data[1 << 20];
+	size_t len;
+	char prefix[PATH_MAX + 32];	/* "time,cgroup," of the rows */
+	size_t prefix_len;
+	bool overflow;
 };
 
 static volatile sig_atomic_t stop;
@@ -52,43 +73,82 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-struct emit_ctx {
-	FILE *out;
-	double t;
-	const char *cgroup;
-};
+static void tick_append(struct tick_buf *tb, const char *s, size_t n)
+{
+	if (tb->len + n > sizeof(tb->data)) {
+		tb->overflow = true;
+		return;
+	}
+	memcpy(tb->data + tb->len, s, n);
+	tb->len += n;
+}
 
 static void emit_row(void *arg, const char *key, const char *value)
 {
-	struct emit_ctx *ctx = arg;
+	struct tick_buf *tb = arg;
 
-	fprintf(ctx->out, "%.3f,%s,%s,%s\n", ctx->t, ctx->cgroup, key, value);
+	tick_append(tb, tb->prefix, tb->prefix_len);
+	tick_append(tb, key, strlen(key));
+	tick_append(tb, ",", 1);
+	tick_append(tb, value, strlen(value));
+	tick_append(tb, "\n", 1);
 }
 
-/* Reads a whole (small) pseudo-file; returns its length or -1. */
-static ssize_t read_small_file(const char *path, char *buf, size_t size)
+static void set_prefix(struct tick_buf *tb, double t, const char *cgroup)
+{
+	int n = snprintf(tb->prefix, sizeof(tb->prefix), "%.3f,%s,", t, cgroup);
+
+	tb->prefix_len = n < (int)sizeof(tb->prefix) ? (size_t)n : 0;
+}
+
+/* Writes the whole tick; returns 0 or -1 with errno set. */
+static int tick_write(int fd, struct tick_buf *tb)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < tb->len) {
+		n = write(fd, tb->data + done, tb->len - done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		done += n;
+	}
+	tb->len = 0;
+	return 0;
+}
+
+/* Reads a whole (small) pseudo-file from offset 0; its length or -1. */
+static ssize_t pread_small_file(int fd, char *buf, size_t size)
 {
 	ssize_t len, total = 0;
-	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
 	while ((size_t)total < size - 1) {
-		len = read(fd, buf + total, size - 1 - total);
+		len = pread(fd, buf + total, size - 1 - total, total);
 		if (len < 0) {
 			if (errno == EINTR)
 				continue;
-			close(fd);
 			return -1;
 		}
 		if (len == 0)
 			break;
 		total += len;
 	}
-	close(fd);
 	buf[total] = '\0';
 	return total;
+}
+
+static void close_files(struct sampled_cgroup *cg)
+{
+	size_t i;
+
+	for (i = 0; i < NR_CGROUP_FILES; i++) {
+		if (cg->fd[i] >= 0)
+			close(cg->fd[i]);
+		cg->fd[i] = -1;
+	}
 }
 
 static double now_s(void)
@@ -119,28 +179,42 @@ static void report_cpu(unsigned long ticks, double start_s)
 		wall > 0 ? 100.0 * cpu / wall : 0.0);
 }
 
-static void sample_cgroup(struct sampled_cgroup *cg, struct emit_ctx *ctx,
-			  char *buf, size_t size)
+static void sample_cgroup(struct sampled_cgroup *cg, struct tick_buf *tb,
+			  double t, char *buf, size_t size)
 {
 	char path[PATH_MAX];
+	struct stat st;
 	size_t i;
 
-	if (access(cg->dir, F_OK) != 0) {
+	if (stat(cg->dir, &st) != 0) {
 		if (!cg->missing_reported)
 			fprintf(stderr, "lab-sampler: %s: %s (skipped while absent)\n",
 				cg->dir, strerror(errno));
 		cg->missing_reported = true;
+		close_files(cg);
 		return;
 	}
-	ctx->cgroup = cg->name;
+	if (st.st_ino != cg->ino) {
+		close_files(cg);
+		cg->ino = st.st_ino;
+	}
+	set_prefix(tb, t, cg->name);
 	for (i = 0; i < NR_CGROUP_FILES; i++) {
-		if (snprintf(path, sizeof(path), "%s/%s", cg->dir,
-			     cgroup_files[i]) >= (int)sizeof(path))
+		if (cg->fd[i] < 0) {
+			if (snprintf(path, sizeof(path), "%s/%s", cg->dir,
+				     cgroup_files[i]) >= (int)sizeof(path))
+				continue;
+			/* The root cgroup lacks memory.current and memory.events. */
+			cg->fd[i] = open(path, O_RDONLY | O_CLOEXEC);
+			if (cg->fd[i] < 0)
+				continue;
+		}
+		if (pread_small_file(cg->fd[i], buf, size) < 0) {
+			close(cg->fd[i]);
+			cg->fd[i] = -1;
 			continue;
-		/* The root cgroup lacks memory.current and memory.events. */
-		if (read_small_file(path, buf, size) < 0)
-			continue;
-		lab_parse_keyed(buf, cgroup_files[i], emit_row, ctx);
+		}
+		lab_parse_keyed(buf, cgroup_files[i], emit_row, tb);
 	}
 }
 
@@ -154,15 +228,17 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static struct sampled_cgroup cgroups[MAX_CGROUPS];
+	static struct tick_buf tb;
 	static char buf[1 << 16];
 	const char *root = "/sys/fs/cgroup", *outpath = NULL;
+	const char *header = "time_s,cgroup,key,value\n";
 	unsigned long ticks = 0;
 	struct timespec next;
-	struct emit_ctx ctx;
 	struct sigaction sa;
 	long interval_ms = 1000;
-	double start_s;
-	int nr = 0, opt, i;
+	int nr = 0, opt, i, out = STDOUT_FILENO, vmstat;
+	double start_s, t;
+	size_t f;
 	char *end;
 
 	while ((opt = getopt(argc, argv, "i:o:r:")) != -1) {
@@ -195,6 +271,8 @@ int main(int argc, char **argv)
 		while (*rel == '/')
 			rel++;
 		cgroups[nr].name = *rel ? rel : "/";
+		for (f = 0; f < NR_CGROUP_FILES; f++)
+			cgroups[nr].fd[f] = -1;
 		if (snprintf(cgroups[nr].dir, sizeof(cgroups[nr].dir), "%s/%s",
 			     root, rel) >= (int)sizeof(cgroups[nr].dir)) {
 			fprintf(stderr, "lab-sampler: cgroup path too long: %s\n", argv[i]);
@@ -202,13 +280,19 @@ int main(int argc, char **argv)
 		}
 	}
 
-	ctx.out = stdout;
 	if (outpath) {
-		ctx.out = fopen(outpath, "wx");
-		if (!ctx.out) {
+		out = open(outpath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (out < 0) {
 			fprintf(stderr, "lab-sampler: %s: %s\n", outpath, strerror(errno));
 			return 1;
 		}
+	} else {
+		outpath = "stdout";
+	}
+	vmstat = open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
+	if (vmstat < 0) {
+		fprintf(stderr, "lab-sampler: /proc/vmstat: %s\n", strerror(errno));
+		return 1;
 	}
 
 	/*
@@ -222,23 +306,27 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	fprintf(ctx.out, "time_s,cgroup,key,value\n");
+	tick_append(&tb, header, strlen(header));
 	clock_gettime(CLOCK_BOOTTIME, &next);
 	start_s = now_s();
 	while (!stop) {
 		ticks++;
-		ctx.t = now_s();
-		ctx.cgroup = "-";
-		if (read_small_file("/proc/vmstat", buf, sizeof(buf)) < 0) {
+		t = now_s();
+		set_prefix(&tb, t, "-");
+		if (pread_small_file(vmstat, buf, sizeof(buf)) < 0) {
 			fprintf(stderr, "lab-sampler: /proc/vmstat: %s\n", strerror(errno));
 			return 1;
 		}
-		lab_parse_keyed(buf, "vmstat", emit_row, &ctx);
+		lab_parse_keyed(buf, "vmstat", emit_row, &tb);
 		for (i = 0; i < nr; i++)
-			sample_cgroup(&cgroups[i], &ctx, buf, sizeof(buf));
-		if (fflush(ctx.out) == EOF || ferror(ctx.out)) {
-			fprintf(stderr, "lab-sampler: %s: %s\n",
-				outpath ? outpath : "stdout", strerror(errno));
+			sample_cgroup(&cgroups[i], &tb, t, buf, sizeof(buf));
+		if (tb.overflow) {
+			fprintf(stderr, "lab-sampler: one tick's rows exceed %zu bytes\n",
+				sizeof(tb.data));
+			return 1;
+		}
+		if (tick_write(out, &tb)) {
+			fprintf(stderr, "lab-sampler: %s: %s\n", outpath, strerror(errno));
 			return 1;
 		}
 
@@ -249,7 +337,7 @@ int main(int argc, char **argv)
 						&next, NULL) == EINTR)
 			;
 	}
-	if (outpath && fclose(ctx.out) == EOF) {
+	if (out != STDOUT_FILENO && close(out)) {
 		fprintf(stderr, "lab-sampler: %s: %s\n", outpath, strerror(errno));
 		return 1;
 	}

@@ -9,14 +9,26 @@
 
 #define MAX_KEY 256
 
+/*
+ * A decimal as procfs and cgroupfs print them: "-12", "345", "0.12".
+ * A scan, not strtod(): it runs for every value the sampler reads.
+ */
 static bool is_number(const char *s)
 {
-	char *end;
+	bool digits = false, point = false;
 
-	if (!*s)
-		return false;
-	strtod(s, &end);
-	return *end == '\0';
+	if (*s == '-')
+		s++;
+	for (; *s; s++) {
+		if (*s >= '0' && *s <= '9') {
+			digits = true;
+		} else if (*s == '.' && !point) {
+			point = true;
+		} else {
+			return false;
+		}
+	}
+	return digits;
 }
 
 static int parse_line(char *line, const char *prefix, lab_row_fn fn, void *arg)
