@@ -679,7 +679,17 @@ stress_step() {
 		fi
 		;;
 	1)
-		log_stress_step "$n" compact "$(bounded_step sh -c 'echo 1 >/proc/sys/vm/compact_memory')"
+		# Not bounded but left running: sync compaction waits for the
+		# writeback of every folio it migrates, uninterruptibly, and a
+		# folio at the back of the stick's 1024-deep queue can take
+		# minutes (a debug-kernel run sat 120 s past its SIGKILL).
+		if [ -n "$COMPACT_PID" ] && kill -0 "$COMPACT_PID" 2>/dev/null; then
+			log_stress_step "$n" compact still-running
+		else
+			sh -c 'echo 1 >/proc/sys/vm/compact_memory' &
+			COMPACT_PID=$!
+			log_stress_step "$n" compact started
+		fi
 		;;
 	2)
 		# EAGAIN ("failed") is a normal answer under this much writeback.
@@ -761,6 +771,7 @@ check_series_drained() {
 # check_series_drained() then checks the lists drained.
 shape_stress() {
 	local i cgs=() names=() n=0 stranded0=0
+	COMPACT_PID=
 	for i in $(seq "$NR_DIRTIERS"); do
 		names+=("dirtier-$i")
 		cgs+=("$(cg_of "dirtier-$i")")
@@ -792,6 +803,14 @@ shape_stress() {
 	for i in "${names[@]}"; do
 		stop_scope "$i"
 	done
+	# The checks need the writeback done: at the debug kernel's 1 MiB/s
+	# the sync would outlast the host's 180 s silence limit.
+	stick_throttle off
+	if [ -n "$COMPACT_PID" ]; then
+		say "stress: waiting for the last compaction (it waits for writeback)"
+		sync
+		wait "$COMPACT_PID" || die "compact_memory failed"
+	fi
 	stop_sampler
 	check_series_drained "${stranded0:-0}"
 }
