@@ -170,6 +170,9 @@ def _vmstat_rows(mean):
         ("Compaction stalls", "count", mean("compact_stall")),
         ("Compaction success", "count", mean("compact_success")),
         ("Compaction failures", "count", mean("compact_fail")),
+        # The alloc's worst outcome: its iteration then has no alloc
+        # figures, only these counters.
+        ("OOM kills", "count", mean("oom_kill")),
     ]
 
 

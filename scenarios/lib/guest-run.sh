@@ -523,13 +523,19 @@ shape_proactive() {
 WRITEBACK_CP_KEYS="pgscan_direct pgscan_kswapd pgsteal_direct pgsteal_kswapd
 pgscan_file pgsteal_file nr_vmscan_immediate_reclaim pgrescued pgimmediate_parked
 compact_stall compact_success compact_fail thp_fault_alloc thp_fault_fallback
-pgactivate pgdeactivate pgrotated"
+pgactivate pgdeactivate pgrotated oom_kill"
 
 vmstat_snapshot() {
 	local k
 	for k in $WRITEBACK_CP_KEYS; do
 		awk -v k="$k" '$1 == k {v = $2} END {print k, (v == "" ? "na" : v)}' /proc/vmstat
 	done
+}
+
+# vmstat's oom_kill delta between two vmstat_snapshot outputs.
+oom_kills_between() {
+	paste -d' ' <(echo "$1") <(echo "$2") |
+		awk '$1 == "oom_kill" {print ($2 == "na" || $4 == "na") ? 0 : $4 - $2}'
 }
 
 # MemFree, not MemAvailable: MemAvailable counts the copy's dirty and
@@ -554,7 +560,7 @@ wait_dirty_below() {
 # writeback between them.  writeback-cp.csv has one row per iteration:
 # lab-alloc's keys, then the vmstat deltas over the alloc.
 shape_writeback_cp() {
-	local i t before after alloc_out row
+	local i t before after alloc_out row alloc_rc alloc_row
 	prepare_stick
 	prepare_fast
 	say "laying out the ${SRC_FILE_MB}M source file on the fast disk"
@@ -569,6 +575,11 @@ shape_writeback_cp() {
 	for i in $(seq "$ITERATIONS"); do
 		cgs+=("$(cg_of "copier-$i")" "$(cg_of "alloc-$i")")
 	done
+	# lab-alloc writes its CSV when it is done: a 1 MiB run gives the
+	# header for an iteration whose alloc the OOM killer ends.
+	lab-alloc -s 1 -o "$OUT/alloc-header.csv" >/dev/null ||
+		die "lab-alloc -s 1 failed"
+	echo "iteration,$(head -n 1 "$OUT/alloc-header.csv"),$(echo "$WRITEBACK_CP_KEYS" | tr -s ' \n' ',' | sed 's/,$//')" >"$OUT/writeback-cp.csv"
 	start_sampler / "$SLICE" "${cgs[@]}"
 	for i in $(seq "$ITERATIONS"); do
 		drop_caches
@@ -587,17 +598,25 @@ shape_writeback_cp() {
 		before=$(vmstat_snapshot)
 		alloc_out=$OUT/alloc-$i.csv
 		run_in_scope "alloc-$i" -- lab-alloc -s "$ALLOC_MB" ${ALLOC_MADVISE:+-H} -o "$alloc_out"
-		wait "${SCOPE_PID[alloc-$i]}" || die "lab-alloc failed in iteration $i"
+		alloc_rc=0
+		wait "${SCOPE_PID[alloc-$i]}" || alloc_rc=$?
 		after=$(vmstat_snapshot)
 		stop_scope "copier-$i"
 		phase_end
 		row=$(paste -d' ' <(echo "$before") <(echo "$after") |
 			awk '{printf ",%s", ($2 == "na" || $4 == "na") ? "na" : $4 - $2}')
-		if [ "$i" -eq 1 ]; then
-			echo "iteration,$(head -n 1 "$alloc_out"),$(echo "$WRITEBACK_CP_KEYS" | tr -s ' \n' ',' | sed 's/,$//')" >"$OUT/writeback-cp.csv"
+		if [ "$alloc_rc" -eq 0 ]; then
+			alloc_row=$(tail -n 1 "$alloc_out")
+		elif [ "$(oom_kills_between "$before" "$after")" -gt 0 ]; then
+			# The allocating task OOM-killed is this workload's worst
+			# outcome, a result to count (vmstat.oom_kill), not a
+			# broken run.
+			alloc_row=$(head -n 1 "$OUT/alloc-header.csv" | sed 's/[^,]*/na/g')
+		else
+			die "lab-alloc failed in iteration $i (exit $alloc_rc, no OOM kill)"
 		fi
-		echo "$i,$(tail -n 1 "$alloc_out")$row" >>"$OUT/writeback-cp.csv"
-		say "iteration $i: $(tail -n 1 "$alloc_out")"
+		echo "$i,$alloc_row$row" >>"$OUT/writeback-cp.csv"
+		say "iteration $i: ${alloc_row/#na*/lab-alloc OOM-killed}"
 	done
 	stop_sampler
 }

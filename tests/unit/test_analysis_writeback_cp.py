@@ -140,3 +140,30 @@ def test_a_broken_row_makes_the_run_unreadable(results):
     assert reasons(results)[WRITEBACK_CP] == f"unreadable: {path}:3: expected 29 fields, got 28"
     path.write_text("\n".join([lines[0], lines[1].replace(",592,", ",lots,")]) + "\n")
     assert "could not convert string to float: 'lots'" in reasons(results)[WRITEBACK_CP]
+
+
+def test_an_oom_killed_alloc_counts_and_keeps_its_iteration(results):
+    """The guest writes an iteration whose lab-alloc the OOM killer ended
+    as "na" alloc fields and the vmstat deltas, oom_kill among them."""
+    p = results / WRITEBACK_CP
+    lines = (p / "writeback-cp.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    alloc = set(load.ALLOC_KEYS)
+    rows = [lines[0] + ",oom_kill"]
+    for n, line in enumerate(lines[1:], start=1):
+        values = line.split(",")
+        if n == 2:
+            # the first len(ALLOC_KEYS) names after "iteration" are lab-alloc's
+            values = [v if i == 0 or i > len(alloc) else "na" for i, v in enumerate(values)]
+        rows.append(",".join(values) + ("," + ("1" if n == 2 else "0")))
+    (p / "writeback-cp.csv").write_text("\n".join(rows) + "\n")
+    assert len(header) + 1 == len(rows[1].split(","))
+    d = collect.Dataset(results)
+    assert d.runs["valid"].all(), d.runs["reason"].tolist()
+    t = stats.writeback_cp(d.writeback_cp, ["vanilla", "keep"], "vanilla")
+    assert cell(t, "vmstat", "OOM kills", "vanilla") == 0.5
+    # the fixture's other arm has no oom_kill column: not available
+    assert math.isnan(cell(t, "vmstat", "OOM kills", "keep"))
+    # the OOM-killed iteration has no alloc time, the other one does
+    assert cell(t, "alloc", "Elapsed Time", "vanilla", "n") == 1
+    assert cell(t, "vmstat", "Direct pages scanned", "vanilla") == 3818852 / 2
