@@ -12,10 +12,12 @@
 # --n-vs-vanilla     the checkpatch steps, then compile mm/ and fs/proc/
 #                    of the pristine tree and of the series with
 #                    CONFIG_LRU_IMMEDIATE=n, from one config, and compare
-#                    every object with the bug table (line numbers)
-#                    removed: only the objects patches 1-2 change (the
-#                    attribution tracepoint and the policy sysctl, in
-#                    N_DIFFERS_ALLOWED) may differ
+#                    every object (lab/compare-objects.sh): only the
+#                    objects patches 1-2 change (the attribution
+#                    tracepoint and the policy sysctl, in
+#                    N_DIFFERS_ALLOWED) may differ; then compile the
+#                    patches before the one that adds the option, which
+#                    must match =n in every object
 # --full (default)   all of the above, plus a build after every patch (each
 #                    prefix of the series, CONFIG_LRU_IMMEDIATE=y where the
 #                    option exists) and the debug kernel
@@ -325,6 +327,33 @@ check_n_matches_vanilla() {
 	fi
 	if summary=$("$LAB_ROOT/lab/compare-objects.sh" "$vanilla" "$n" "$report" \
 		"${N_DIRS[@]}" -- "${N_DIFFERS_ALLOWED[@]}"); then
+		record_result "$step" PASS "$summary"
+	else
+		record_result "$step" FAIL "$summary"
+	fi
+	check_n_matches_prefix "$n"
+}
+
+# The allowed differences are patches 1-2's and nothing else: with =n,
+# the whole series compiles to what the patches before the one adding
+# CONFIG_LRU_IMMEDIATE compile to, in every object.
+check_n_matches_prefix() {
+	local n=$1 prefix=$CHECK_ROOT/obj-prefix p count=0 summary
+	local report=$CHECK_ROOT/n-vs-prefix.txt step
+	for p in "${PATCHES[@]}"; do
+		grep -q '^+config LRU_IMMEDIATE$' "$p" && break
+		count=$((count + 1))
+	done
+	step="=n vs patches 1-$count only"
+	git -C "$CHECK_TREE" checkout -q -f --detach "$PRISTINE_REF"
+	for p in "${PATCHES[@]:0:count}"; do
+		apply_patch "$p" || { record_result "$step" FAIL "git am failed"; return 0; }
+	done
+	log "compiling ${N_DIRS[*]} with patches 1-$count"
+	compile_objects "$prefix" "$n/.config" ||
+		{ record_result "$step" FAIL "build failed: $prefix/build.log"; return 0; }
+	if summary=$("$LAB_ROOT/lab/compare-objects.sh" "$prefix" "$n" "$report" \
+		"${N_DIRS[@]}"); then
 		record_result "$step" PASS "$summary"
 	else
 		record_result "$step" FAIL "$summary"
