@@ -126,12 +126,9 @@ build_bzimage() {
 	export KBUILD_BUILD_USER=memcg-lab KBUILD_BUILD_HOST=lab
 	KBUILD_BUILD_TIMESTAMP="pristine+$(cat "$SRC/.memcg-lab-series")"
 	export KBUILD_BUILD_TIMESTAMP
-	export CCACHE_DIR=${CCACHE_DIR:-$LAB_CACHE/ccache}
-	export CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime
-	local cc=gcc
-	command -v ccache >/dev/null && cc="ccache gcc"
+	setup_kernel_cc
 	: >"$OUT/build.log"
-	if ! make -C "$SRC" O="$OUT" -j"$jobs" CC="$cc" bzImage 2>&1 |
+	if ! make -C "$SRC" O="$OUT" -j"$jobs" CC="$KERNEL_CC" bzImage 2>&1 |
 		tee -a "$OUT/build.log" | show_build_progress; then
 		grep -E 'error|Error' "$OUT/build.log" | head -n 20 >&2 || true
 		die "kernel build failed; full log: $OUT/build.log"

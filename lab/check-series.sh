@@ -207,13 +207,11 @@ configure_build() {
 
 # Builds bzImage in $2 and records the result as step $1.
 build_bzimage() {
-	local step=$1 out=$2 start secs cc=gcc
-	command -v ccache >/dev/null && cc="ccache gcc"
-	export CCACHE_DIR=${CCACHE_DIR:-$LAB_CACHE/ccache}
-	export CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime
+	local step=$1 out=$2 start secs
+	setup_kernel_cc
 	export KBUILD_BUILD_USER=memcg-lab KBUILD_BUILD_HOST=lab
 	start=$(date +%s)
-	if nice -n 19 make -C "$CHECK_TREE" O="$out" -j"$JOBS" CC="$cc" \
+	if nice -n 19 make -C "$CHECK_TREE" O="$out" -j"$JOBS" CC="$KERNEL_CC" \
 		bzImage >"$out/build.log" 2>&1; then
 		secs=$(($(date +%s) - start))
 		record_result "$step" PASS "${secs}s, $(config_summary "$out")"
@@ -288,24 +286,36 @@ build_debug_kernel() {
 # Compiles N_DIRS of CHECK_TREE into $1 from the config $2 (the =n
 # build's: the pristine Kconfig drops its one LRU_IMMEDIATE line).
 compile_objects() {
-	local out=$1 config=$2 cc=gcc
-	command -v ccache >/dev/null && cc="ccache gcc"
-	export CCACHE_DIR=${CCACHE_DIR:-$LAB_CACHE/ccache}
+	local out=$1 config=$2
+	setup_kernel_cc
 	rm -rf "$out"
 	mkdir -p "$out"
 	cp "$config" "$out/.config"
 	{
 		make -C "$CHECK_TREE" O="$out" olddefconfig &&
-			nice -n 19 make -C "$CHECK_TREE" O="$out" -j"$JOBS" CC="$cc" \
+			nice -n 19 make -C "$CHECK_TREE" O="$out" -j"$JOBS" CC="$KERNEL_CC" \
 				"${N_DIRS[@]}"
 	} >"$out/build.log" 2>&1
+}
+
+# Compares N_DIRS of build folders $2 and $3 (lab/compare-objects.sh,
+# report $4, the rest allowed to differ) and records it as step $1.
+record_comparison() {
+	local step=$1 base=$2 other=$3 report=$4 summary
+	shift 4
+	if summary=$("$LAB_ROOT/lab/compare-objects.sh" "$base" "$other" "$report" \
+		"${N_DIRS[@]}" -- "$@"); then
+		record_result "$step" PASS "$summary"
+	else
+		record_result "$step" FAIL "$summary"
+	fi
 }
 
 # With CONFIG_LRU_IMMEDIATE=n the series must compile to vanilla's code
 # apart from patches 1-2: compiles N_DIRS of the series (=n) and of the
 # pristine tree from one config and compares every object.
 check_n_matches_vanilla() {
-	local vanilla=$CHECK_ROOT/obj-vanilla n=$CHECK_ROOT/obj-n p summary
+	local vanilla=$CHECK_ROOT/obj-vanilla n=$CHECK_ROOT/obj-n p
 	local step="=n vs vanilla (${N_DIRS[*]})" report=$CHECK_ROOT/n-vs-vanilla.txt
 	prepare_check_tree
 	for p in "${PATCHES[@]}"; do
@@ -325,12 +335,7 @@ check_n_matches_vanilla() {
 		record_result "$step" FAIL "the two configs differ beyond LRU_IMMEDIATE"
 		return 0
 	fi
-	if summary=$("$LAB_ROOT/lab/compare-objects.sh" "$vanilla" "$n" "$report" \
-		"${N_DIRS[@]}" -- "${N_DIFFERS_ALLOWED[@]}"); then
-		record_result "$step" PASS "$summary"
-	else
-		record_result "$step" FAIL "$summary"
-	fi
+	record_comparison "$step" "$vanilla" "$n" "$report" "${N_DIFFERS_ALLOWED[@]}"
 	check_n_matches_prefix "$n"
 }
 
@@ -338,7 +343,7 @@ check_n_matches_vanilla() {
 # the whole series compiles to what the patches before the one adding
 # CONFIG_LRU_IMMEDIATE compile to, in every object.
 check_n_matches_prefix() {
-	local n=$1 prefix=$CHECK_ROOT/obj-prefix p count=0 summary
+	local n=$1 prefix=$CHECK_ROOT/obj-prefix p count=0
 	local report=$CHECK_ROOT/n-vs-prefix.txt step
 	for p in "${PATCHES[@]}"; do
 		grep -q '^+config LRU_IMMEDIATE$' "$p" && break
@@ -352,12 +357,7 @@ check_n_matches_prefix() {
 	log "compiling ${N_DIRS[*]} with patches 1-$count"
 	compile_objects "$prefix" "$n/.config" ||
 		{ record_result "$step" FAIL "build failed: $prefix/build.log"; return 0; }
-	if summary=$("$LAB_ROOT/lab/compare-objects.sh" "$prefix" "$n" "$report" \
-		"${N_DIRS[@]}"); then
-		record_result "$step" PASS "$summary"
-	else
-		record_result "$step" FAIL "$summary"
-	fi
+	record_comparison "$step" "$prefix" "$n" "$report"
 }
 
 main() {

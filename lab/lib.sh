@@ -42,6 +42,18 @@ series_patches() {
 	done <"$LAB_ROOT/patches/series"
 }
 
+# Sets KERNEL_CC for kernel builds: gcc through ccache when it is
+# installed, with the cache and sloppiness every lab build shares (so
+# the lab, debug and check-series builds hit each other's objects).
+setup_kernel_cc() {
+	export CCACHE_DIR=${CCACHE_DIR:-$LAB_CACHE/ccache}
+	export CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime
+	KERNEL_CC=gcc
+	if command -v ccache >/dev/null; then
+		KERNEL_CC="ccache gcc"
+	fi
+}
+
 # Prints the last lines of a log when a long step fails.
 run_logged() {
 	local logfile=$1
