@@ -532,10 +532,11 @@ vmstat_snapshot() {
 	done
 }
 
-# vmstat's oom_kill delta between two vmstat_snapshot outputs.
-oom_kills_between() {
+# "key delta" lines between two vmstat_snapshot outputs, "na" where
+# the kernel lacks the key.
+vmstat_deltas() {
 	paste -d' ' <(echo "$1") <(echo "$2") |
-		awk '$1 == "oom_kill" {print ($2 == "na" || $4 == "na") ? 0 : $4 - $2}'
+		awk '{print $1, ($2 == "na" || $4 == "na") ? "na" : $4 - $2}'
 }
 
 # MemFree, not MemAvailable: MemAvailable counts the copy's dirty and
@@ -560,7 +561,7 @@ wait_dirty_below() {
 # writeback between them.  writeback-cp.csv has one row per iteration:
 # lab-alloc's keys, then the vmstat deltas over the alloc.
 shape_writeback_cp() {
-	local i t before after alloc_out row alloc_rc alloc_row
+	local i t before after deltas alloc_out row alloc_rc alloc_row
 	prepare_stick
 	prepare_fast
 	say "laying out the ${SRC_FILE_MB}M source file on the fast disk"
@@ -603,11 +604,12 @@ shape_writeback_cp() {
 		after=$(vmstat_snapshot)
 		stop_scope "copier-$i"
 		phase_end
-		row=$(paste -d' ' <(echo "$before") <(echo "$after") |
-			awk '{printf ",%s", ($2 == "na" || $4 == "na") ? "na" : $4 - $2}')
+		deltas=$(vmstat_deltas "$before" "$after")
+		row=$(awk '{printf ",%s", $2}' <<<"$deltas")
 		if [ "$alloc_rc" -eq 0 ]; then
 			alloc_row=$(tail -n 1 "$alloc_out")
-		elif [ "$(oom_kills_between "$before" "$after")" -gt 0 ]; then
+		elif awk '$1 == "oom_kill" && $2 != "na" && $2 > 0 {found = 1} END {exit !found}' \
+			<<<"$deltas"; then
 			# The allocating task OOM-killed is this workload's worst
 			# outcome, a result to count (vmstat.oom_kill), not a
 			# broken run.
