@@ -47,6 +47,8 @@ check_arguments() {
 			die_usage "SET entries must be VAR=value, got '$kv'"
 		[[ $kv != KERNEL_SLOWDOWN=* || ${kv#*=} =~ ^[1-9][0-9]*$ ]] ||
 			die_usage "KERNEL_SLOWDOWN must be a positive integer, got '${kv#*=}'"
+		[[ $kv != GUEST_CPUS=* || ${kv#*=} =~ ^[1-9][0-9]?$ ]] ||
+			die_usage "GUEST_CPUS must be an integer from 1 to 99, got '${kv#*=}'"
 	done
 }
 
@@ -77,6 +79,7 @@ load_host_parameters() {
 	fi
 	# shellcheck disable=SC1090
 	. "$LAB_ROOT/scenarios/$NAME.scenario"
+	: "${GUEST_CPUS:=2}"
 }
 
 # Claims a fresh folder: results are never overwritten.
@@ -145,8 +148,8 @@ record_host_provenance() {
 		echo "set=${SET:-}"
 	} >"$RUN/provenance.txt"
 	git -C "$LAB_ROOT" diff HEAD >"$RUN/git-diff.patch" 2>/dev/null || true
-	printf 'KERNEL_FLAVOUR=%s\nKERNEL_SLOWDOWN=%s\n' "$KERNEL_FLAVOUR" "$KERNEL_SLOWDOWN" \
-		>"$RUN/params.env"
+	printf 'KERNEL_FLAVOUR=%s\nKERNEL_SLOWDOWN=%s\nGUEST_CPUS=%s\n' \
+		"$KERNEL_FLAVOUR" "$KERNEL_SLOWDOWN" "$GUEST_CPUS" >"$RUN/params.env"
 	local kv
 	for kv in ${SET:-}; do
 		printf '%s\n' "$kv" >>"$RUN/params.env"
@@ -167,13 +170,19 @@ boot_guest() {
 	# quiet alone would keep KERN_WARNING off the console, and with it
 	# every WARN() and lockdep report: loglevel=5 lets them through.
 	local cmdline="root=/dev/vda rootfstype=ext4 rw console=ttyS0 panic=-1 quiet loglevel=5"
+	# What dump_silent_guest's NMI makes the kernel print.
+	cmdline+=" unknown_nmi_panic panic_print=0x4b"
 	cmdline+=" systemd.show_status=error memcg_lab.scenario=$NAME memcg_lab.arm=$ARM"
 	cmdline+=" ${KERNEL_CMDLINE_EXTRA:-}"
 	QMP=$DISKS/qmp.sock
 	# Fixed PCI slots: the root is always the first virtio disk probed,
-	# and the guest finds the others by serial, never by vdX.
+	# and the guest finds the others by serial, never by vdX.  One socket
+	# per CPU: the lab kernel has no ACPI, and the MP table SeaBIOS builds
+	# lists one CPU per socket, so "-smp 2" alone boots a uniprocessor.
 	QEMU_ARGS=(
-		-accel "$ACCEL" -m "$GUEST_MEM_MB" -smp 2 -nodefaults -no-user-config
+		-accel "$ACCEL" -m "$GUEST_MEM_MB"
+		-smp "$GUEST_CPUS,sockets=$GUEST_CPUS,cores=1,threads=1"
+		-nodefaults -no-user-config
 		-display none -no-reboot
 		-chardev "file,id=con,path=$RUN/console.log" -serial chardev:con
 		-qmp "unix:$QMP,server=on,wait=off"
@@ -208,7 +217,7 @@ answer_throttle_requests() {
 		state=$(printf '%s\n' "$requests" | sed -n "${THROTTLE_ANSWERED}p" | awk '{print $3}')
 		bps=0
 		[ "$state" = on ] && bps=$STICK_WRITE_BPS
-		if "$LAB_ROOT/lab/qmp-throttle.py" "$QMP" stick "$bps"; then
+		if "$LAB_ROOT/lab/qmp.py" throttle "$QMP" stick "$bps"; then
 			echo "$(date -u +%FT%T.%N) request $THROTTLE_ANSWERED: $state bps_wr=$bps" >>"$RUN/stick-throttle.log"
 			echo "$state $THROTTLE_ANSWERED" >"$RUN/stick-throttle.state"
 		else
@@ -216,6 +225,35 @@ answer_throttle_requests() {
 			echo "failed $THROTTLE_ANSWERED" >"$RUN/stick-throttle.state"
 		fi
 	done
+}
+
+# Before the host kills a guest that hangs or overran its time, it samples
+# where its vCPUs are (hang-pcs.txt: idle, user space or which kernel
+# function, from QEMU's registers and System.map) and then injects
+# an NMI: with unknown_nmi_panic the guest kernel panics and, through
+# panic_print, prints every task with its stack (0x1), the memory state
+# (0x2), lockdep's held locks on the debug kernel (0x8) and every CPU's
+# backtrace (0x40) on the console.  hang-dump.txt is the console from the
+# NMI on.  A guest whose kernel no longer takes NMIs adds nothing.
+dump_silent_guest() {
+	local from
+	from=$(stat -c %s "$RUN/console.log" 2>/dev/null || echo 0)
+	log "$FAILURE: sampling the vCPUs, then an NMI for the guest kernel's task and memory dump"
+	"$LAB_ROOT/lab/qmp.py" pcs "$QMP" "$KBUILD/System.map" 20 250 >"$RUN/hang-pcs.txt" ||
+		log "sampling the vCPUs through QMP failed"
+	if ! "$LAB_ROOT/lab/qmp.py" nmi "$QMP"; then
+		log "NMI through QMP failed: no hang dump"
+		return 0
+	fi
+	# The panic ends in a reboot, which -no-reboot turns into QEMU's exit.
+	local i
+	for i in $(seq 120); do
+		kill -0 "$QEMU_PID" 2>/dev/null || break
+		sleep 0.5
+	done
+	[ "$i" -lt 120 ] || log "the guest did not panic within 60 s of the NMI"
+	tail -c +$((from + 1)) "$RUN/console.log" >"$RUN/hang-dump.txt"
+	log "hang dump: $(wc -l <"$RUN/hang-dump.txt") console lines in $RUN/hang-dump.txt"
 }
 
 # Watches the console until QEMU exits: shows the scenario's progress
@@ -249,6 +287,7 @@ watch_guest() {
 			FAILURE="guest hang: no console output for $HANG_S s"
 		fi
 		if [ -n "$FAILURE" ]; then
+			dump_silent_guest
 			kill "$QEMU_PID" 2>/dev/null || true
 			break
 		fi
@@ -304,7 +343,7 @@ main() {
 		# A kernel built elsewhere (a bisection step, a saved baseline).
 		KBUILD=$(realpath "$MEMCG_LAB_KBUILD")
 		local f
-		for f in arch/x86/boot/bzImage .config vmlinux include/config/kernel.release; do
+		for f in arch/x86/boot/bzImage .config vmlinux System.map include/config/kernel.release; do
 			[ -f "$KBUILD/$f" ] || die "MEMCG_LAB_KBUILD=$KBUILD has no $f"
 		done
 		log "kernel: $KBUILD (MEMCG_LAB_KBUILD, not rebuilt)"
@@ -323,7 +362,7 @@ main() {
 	record_host_provenance
 	make_scratch_disks
 	trap 'rm -rf "$DISKS"' EXIT
-	log "booting $NAME ($ARM, ${GUEST_MEM_MB}M guest, stick ${STICK_WRITE_BPS} B/s write, timeout ${TIMEOUT_S}s)"
+	log "booting $NAME ($ARM, ${GUEST_MEM_MB}M ${GUEST_CPUS}-CPU guest, stick ${STICK_WRITE_BPS} B/s write, timeout ${TIMEOUT_S}s)"
 	boot_guest
 	watch_guest
 	classify_run

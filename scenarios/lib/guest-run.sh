@@ -39,6 +39,7 @@ record_guest_provenance() {
 		echo "cgroup_fs=$(stat -fc %T "$CGROOT")"
 		echo "lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
 		echo "thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled)"
+		echo "cpus_online=$(nproc)"
 	} >"$OUT/guest-state.txt"
 }
 
@@ -51,6 +52,10 @@ resolve_parameters() {
 	SCENARIO_DIR=$LAB
 	. "$LAB/$SCENARIO.scenario"
 	: "${SHAPE:?scenario does not set SHAPE}"
+	# The host's -smp (params.env): a guest that brought up fewer CPUs
+	# would measure a uniprocessor kernel without saying so.
+	[ -z "${GUEST_CPUS:-}" ] || [ "$(nproc)" -eq "$GUEST_CPUS" ] ||
+		die "the guest runs $(nproc) CPUs; the host gave it GUEST_CPUS=$GUEST_CPUS"
 	# The sampler's interval, recorded with its cost (sampler.log).
 	: "${SAMPLE_MS:=1000}"
 	declare -F "shape_${SHAPE//-/_}" >/dev/null || die "unknown SHAPE=$SHAPE"
@@ -434,6 +439,8 @@ shape_smoke() {
 	heartbeat "$SLICE"
 	phase_end
 	stop_sampler
+	# The boot test of the host's hang dump: a guest that says nothing.
+	[ "${SILENT_S:-0}" -eq 0 ] || sleep "$SILENT_S"
 }
 
 # One dirtier (or clean reader, with DIRTIER_JOB) and a neighbour under

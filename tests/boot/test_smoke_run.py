@@ -33,6 +33,10 @@ def test_guest_ran_the_lab_kernel_under_systemd_and_cgroup_v2():
     assert read("kernel-release.txt").strip() in read("uname.txt")
     assert "memcg_lab.scenario=smoke" in read("cmdline.txt")
     assert "cgroup_fs=cgroup2fs" in read("guest-state.txt")
+    # -smp alone gave the MP-table kernel one CPU: the guest must run
+    # on the CPUs the host gave it.
+    assert "cpus_online=2" in read("guest-state.txt")
+    assert "GUEST_CPUS=2" in read("params.env")
     assert "CONFIG_MEMCG=y" in read("guest-kernel.config")
     assert "systemd" in read("journal.txt")
 
