@@ -55,6 +55,7 @@ class Dataset:
                 row["writeback_share_median"] = s["precondition"].get("writeback_of_file_lru_median")
                 cost = s.get("sampler") or {}
                 row["sampler_interval_ms"] = cost.get("interval_ms")
+                row["sampler_slow_interval_ms"] = cost.get("slow_interval_ms")
                 row["sampler_cpu_pct"] = cost.get("cpu_pct_of_one")
             if problems[i] is None:
                 try:

@@ -6,7 +6,7 @@ never written into, so an earlier report stays as it was.
 import datetime
 import os
 
-from memcg_lab import collect, plots, stats, tables
+from memcg_lab import collect, plots, run, stats, tables
 
 BOX_METRICS = ["nb_psi_some_s", "nb_system_s"]
 
@@ -140,14 +140,18 @@ def scenario_section(ds, scenario, out, baseline_wanted):
 
 
 def sampler_cost_lines(runs):
-    """The sampler's CPU cost per interval over all runs that report it:
-    the issue's budget is 1% of one CPU at 100 ms."""
+    """The sampler's CPU cost per pair of intervals (every file, slow
+    files) over all runs that report it: the issue's budget is 1% of one
+    CPU at 100 ms."""
     if "sampler_cpu_pct" not in runs:
         return []
     have = runs.dropna(subset=["sampler_cpu_pct"])
     lines = []
-    for interval, g in have.groupby(have["sampler_interval_ms"].fillna(-1)):
-        at = "an unrecorded interval" if interval < 0 else f"{interval:.0f} ms"
+    slow = have.get("sampler_slow_interval_ms", have["sampler_interval_ms"])
+    keys = [have["sampler_interval_ms"].fillna(-1), slow.fillna(-1)]
+    for (interval, slow_ms), g in have.groupby(keys):
+        at = run.sampler_intervals(interval if interval >= 0 else None,
+                                   slow_ms if slow_ms >= 0 else None)
         lines.append(f"- sampler cost at {at}: median {g['sampler_cpu_pct'].median():.2f}%, "
                      f"max {g['sampler_cpu_pct'].max():.2f}% of one CPU ({len(g)} run(s))")
     return lines + ([""] if lines else [])

@@ -9,6 +9,7 @@ them.  A scenario states its precondition there: PRECONDITION_WRITEBACK_SHARE
 is the least share of the dirtier's file LRU that must be under writeback
 during the measured phase (no such parameter: no precondition).
 """
+import bisect
 import csv
 import math
 import os
@@ -148,12 +149,45 @@ def in_window(points, start, end):
     return [(t, v) for t, v in points if start <= t <= end]
 
 
+def sampling_gap(times):
+    """A key's own sampling interval: the median gap between its samples
+    (lab-sampler -s reads some files less often than others; a cgroup
+    that was absent for a while leaves one long gap)."""
+    gaps = sorted(b - a for a, b in zip(times, times[1:]) if b > a)
+    return percentile(gaps, 50) if gaps else 0.0
+
+
+def nearest_sample(times, boundary, gap, start):
+    """Index of the sample to take at a phase boundary (start or end):
+    the nearest inside the phase, or the nearest outside it when that one
+    is nearer still and within one sampling gap (so not across a time the
+    cgroup was absent).  None when neither exists."""
+    if start:
+        k = bisect.bisect_left(times, boundary)
+        inside, outside = (k if k < len(times) else None), (k - 1 if k > 0 else None)
+    else:
+        k = bisect.bisect_right(times, boundary)
+        inside, outside = (k - 1 if k > 0 else None), (k if k < len(times) else None)
+    if outside is not None:
+        d_out = abs(times[outside] - boundary)
+        if d_out <= gap and (inside is None or d_out < abs(times[inside] - boundary)):
+            return outside
+    return inside
+
+
 def delta(points, start, end):
-    """Increase of a counter over [start, end]; None without two samples."""
-    window = in_window(points, start, end)
-    if len(window) < 2:
+    """Increase of a counter over [start, end], between its own samples
+    nearest to start and to end (nearest_sample): keys are not all
+    sampled at the same times (lab-sampler -s), and a slow key's nearest
+    sample may lie just outside the phase, e.g. the sampler's first tick
+    or the one it takes when stopped.  None without two distinct samples."""
+    times = [t for t, _ in points]
+    gap = sampling_gap(times)
+    first = nearest_sample(times, start, gap, start=True)
+    last = nearest_sample(times, end, gap, start=False)
+    if first is None or last is None or times[first] >= times[last]:
         return None
-    return window[-1][1] - window[0][1]
+    return points[last][1] - points[first][1]
 
 
 def writeback_shares(series, cgroup, start, end, mode="v2"):
@@ -229,7 +263,10 @@ SAMPLER_COST = re.compile(
 
 def load_sampler_cost(path, params):
     """The sampler's own cost, from the line it writes to sampler.log at
-    exit, with the interval it ran at (None without the line)."""
+    exit, with the intervals it ran at (None without the line): that of
+    every file, and that of its slow files (cpu.stat, io.stat,
+    memory.events/pressure; SAMPLE_SLOW_MS, which runs from before it
+    lack: they read every file at SAMPLE_MS)."""
     if not os.path.exists(path):
         return None
     with open(path) as f:
@@ -238,8 +275,18 @@ def load_sampler_cost(path, params):
         return None
     ticks, wall, cpu, pct = found[-1]
     interval = params.get("SAMPLE_MS")
-    return {"interval_ms": int(interval) if interval else None, "ticks": int(ticks),
+    slow = params.get("SAMPLE_SLOW_MS", interval)
+    return {"interval_ms": int(interval) if interval else None,
+            "slow_interval_ms": int(slow) if slow else None, "ticks": int(ticks),
             "wall_s": float(wall), "cpu_s": float(cpu), "cpu_pct_of_one": float(pct)}
+
+
+def sampler_intervals(interval, slow):
+    """'100 ms', or '100 ms (slow files 1000 ms)' when they differ."""
+    at = f"{interval:.0f} ms" if interval else "an unrecorded interval"
+    if slow and slow != interval:
+        at += f" (slow files {slow:.0f} ms)"
+    return at
 
 
 def judge_precondition(series, dirtiers, threshold, start, end, mode):
@@ -338,6 +385,6 @@ def format_summary(s):
     if "sampler" in s:
         c = s["sampler"]
         lines.append(f"sampler cost: {c['cpu_pct_of_one']:.2f}% of one CPU at "
-                     f"{c['interval_ms'] or '?'} ms ({c['ticks']} ticks, {c['cpu_s']:.2f} s"
-                     f" in {c['wall_s']:.0f} s)")
+                     f"{sampler_intervals(c['interval_ms'], c.get('slow_interval_ms'))}"
+                     f" ({c['ticks']} ticks, {c['cpu_s']:.2f} s in {c['wall_s']:.0f} s)")
     return "\n".join(lines)

@@ -4,7 +4,19 @@
  * memory.events, memory.pressure, cpu.stat, io.stat and memory.current at a
  * fixed rate into one long-format CSV: time_s,cgroup,key,value.
  *
- *   lab-sampler [-i interval_ms] [-o out.csv] [-r cgroup_root] cgroup...
+ *   lab-sampler [-i interval_ms] [-s slow_interval_ms] [-o out.csv]
+ *               [-r cgroup_root] cgroup...
+ *
+ * /proc/vmstat, memory.stat and memory.current are read every interval_ms
+ * (default 1000).  cpu.stat, io.stat, memory.events and memory.pressure,
+ * the "slow" files, are read only every slow_interval_ms, a positive
+ * multiple of interval_ms (default: interval_ms, every tick): reading
+ * cpu.stat or io.stat flushes rstat, most of the sampler's cost at 10 Hz.
+ * The first tick reads every file, and so does the tick taken at
+ * SIGINT/SIGTERM if the last one skipped the slow files, so a delta of a
+ * slow file over the whole run is exact; in between, a slow key has rows
+ * only on ticks whose number (from 0) is a multiple of
+ * slow_interval_ms / interval_ms.
  *
  * cgroup arguments are paths relative to the cgroup root (default
  * /sys/fs/cgroup); "" or "/" is the root.  A cgroup that does not exist yet
@@ -33,9 +45,21 @@
 
 #define MAX_CGROUPS 64
 
-static const char * const cgroup_files[] = {
-	"memory.stat", "memory.events", "memory.pressure", "cpu.stat",
-	"io.stat", "memory.current",
+/*
+ * slow: read only on the ticks of -s.  cpu.stat and io.stat flush the
+ * cgroup's rstat tree on every read (memory.stat only past a threshold);
+ * memory.events and memory.pressure are not needed at 10 Hz.
+ */
+static const struct cgroup_file {
+	const char *name;
+	bool slow;
+} cgroup_files[] = {
+	{ "memory.stat", false },
+	{ "memory.events", true },
+	{ "memory.pressure", true },
+	{ "cpu.stat", true },
+	{ "io.stat", true },
+	{ "memory.current", false },
 };
 #define NR_CGROUP_FILES (sizeof(cgroup_files) / sizeof(cgroup_files[0]))
 
@@ -66,6 +90,10 @@ struct tick_buf {
 };
 
 static volatile sig_atomic_t stop;
+static struct sampled_cgroup cgroups[MAX_CGROUPS];
+static int nr_cgroups;
+static struct tick_buf tb;
+static char buf[1 << 16];
 
 static void on_signal(int sig)
 {
@@ -160,7 +188,7 @@ static double now_s(void)
 }
 
 /* The sampler's own cost: CPU seconds per second of wall time. */
-static void report_cpu(unsigned long ticks, double start_s)
+static void report_cpu(unsigned long ticks, unsigned long missed, double start_s)
 {
 	double wall = now_s() - start_s, cpu;
 	struct rusage ru;
@@ -172,15 +200,28 @@ static void report_cpu(unsigned long ticks, double start_s)
 	cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 	      ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 	fprintf(stderr,
-		"lab-sampler: %lu ticks in %.1f s, cpu %.3f s (user %.3f, system %.3f), %.2f%% of one CPU\n",
+		"lab-sampler: %lu ticks in %.1f s, cpu %.3f s (user %.3f, system %.3f), %.2f%% of one CPU, %lu ticks missed\n",
 		ticks, wall, cpu,
 		ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
 		ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
-		wall > 0 ? 100.0 * cpu / wall : 0.0);
+		wall > 0 ? 100.0 * cpu / wall : 0.0, missed);
 }
 
-static void sample_cgroup(struct sampled_cgroup *cg, struct tick_buf *tb,
-			  double t, char *buf, size_t size)
+static void timespec_add_ms(struct timespec *ts, long ms)
+{
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	ts->tv_sec += ms / 1000 + ts->tv_nsec / 1000000000L;
+	ts->tv_nsec %= 1000000000L;
+}
+
+static bool timespec_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* Appends a cgroup's rows; the slow files only if all. */
+static void sample_cgroup(struct sampled_cgroup *cg, double t, bool all)
 {
 	char path[PATH_MAX];
 	struct stat st;
@@ -198,50 +239,79 @@ static void sample_cgroup(struct sampled_cgroup *cg, struct tick_buf *tb,
 		close_files(cg);
 		cg->ino = st.st_ino;
 	}
-	set_prefix(tb, t, cg->name);
+	set_prefix(&tb, t, cg->name);
 	for (i = 0; i < NR_CGROUP_FILES; i++) {
+		if (cgroup_files[i].slow && !all)
+			continue;
 		if (cg->fd[i] < 0) {
 			if (snprintf(path, sizeof(path), "%s/%s", cg->dir,
-				     cgroup_files[i]) >= (int)sizeof(path))
+				     cgroup_files[i].name) >= (int)sizeof(path))
 				continue;
 			/* The root cgroup lacks memory.current and memory.events. */
 			cg->fd[i] = open(path, O_RDONLY | O_CLOEXEC);
 			if (cg->fd[i] < 0)
 				continue;
 		}
-		if (pread_small_file(cg->fd[i], buf, size) < 0) {
+		if (pread_small_file(cg->fd[i], buf, sizeof(buf)) < 0) {
 			close(cg->fd[i]);
 			cg->fd[i] = -1;
 			continue;
 		}
-		lab_parse_keyed(buf, cgroup_files[i], emit_row, tb);
+		lab_parse_keyed(buf, cgroup_files[i].name, emit_row, &tb);
 	}
+}
+
+/*
+ * One tick at time t: /proc/vmstat, then every cgroup (its slow files only
+ * if all), written at once.  0, or -1 once the error is reported.
+ */
+static int sample_tick(int vmstat, int out, const char *outpath, double t,
+		       bool all)
+{
+	int i;
+
+	set_prefix(&tb, t, "-");
+	if (pread_small_file(vmstat, buf, sizeof(buf)) < 0) {
+		fprintf(stderr, "lab-sampler: /proc/vmstat: %s\n", strerror(errno));
+		return -1;
+	}
+	lab_parse_keyed(buf, "vmstat", emit_row, &tb);
+	for (i = 0; i < nr_cgroups; i++)
+		sample_cgroup(&cgroups[i], t, all);
+	if (tb.overflow) {
+		fprintf(stderr, "lab-sampler: one tick's rows exceed %zu bytes\n",
+			sizeof(tb.data));
+		return -1;
+	}
+	if (tick_write(out, &tb)) {
+		fprintf(stderr, "lab-sampler: %s: %s\n", outpath, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: lab-sampler [-i interval_ms] [-o out.csv] [-r cgroup_root] cgroup...\n");
+		"usage: lab-sampler [-i interval_ms] [-s slow_interval_ms] [-o out.csv] [-r cgroup_root] cgroup...\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	static struct sampled_cgroup cgroups[MAX_CGROUPS];
-	static struct tick_buf tb;
-	static char buf[1 << 16];
 	const char *root = "/sys/fs/cgroup", *outpath = NULL;
 	const char *header = "time_s,cgroup,key,value\n";
-	unsigned long ticks = 0;
-	struct timespec next;
+	unsigned long ticks = 0, due = 0, missed = 0, slow_every;
+	struct timespec next, now;
 	struct sigaction sa;
-	long interval_ms = 1000;
-	int nr = 0, opt, i, out = STDOUT_FILENO, vmstat;
-	double start_s, t;
+	long interval_ms = 1000, slow_ms = 0;
+	int opt, i, out = STDOUT_FILENO, vmstat;
+	bool partial = false;
+	double start_s, t = 0;
 	size_t f;
 	char *end;
 
-	while ((opt = getopt(argc, argv, "i:o:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "i:o:r:s:")) != -1) {
 		switch (opt) {
 		case 'i':
 			interval_ms = strtol(optarg, &end, 10);
@@ -250,6 +320,10 @@ int main(int argc, char **argv)
 					optarg);
 				return 2;
 			}
+			break;
+		case 's':
+			slow_ms = lab_parse_long("lab-sampler", "slow interval -s",
+						 optarg, 10, 3600000);
 			break;
 		case 'o':
 			outpath = optarg;
@@ -261,20 +335,30 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
+	if (!slow_ms)
+		slow_ms = interval_ms;
+	if (slow_ms % interval_ms) {
+		fprintf(stderr,
+			"lab-sampler: bad slow interval -s '%ld': not a multiple of the interval -i %ld ms\n",
+			slow_ms, interval_ms);
+		return 2;
+	}
+	slow_every = slow_ms / interval_ms;
 	if (argc - optind > MAX_CGROUPS) {
 		fprintf(stderr, "lab-sampler: at most %d cgroups\n", MAX_CGROUPS);
 		return 2;
 	}
-	for (i = optind; i < argc; i++, nr++) {
+	for (i = optind; i < argc; i++, nr_cgroups++) {
+		struct sampled_cgroup *cg = &cgroups[nr_cgroups];
 		const char *rel = argv[i];
 
 		while (*rel == '/')
 			rel++;
-		cgroups[nr].name = *rel ? rel : "/";
+		cg->name = *rel ? rel : "/";
 		for (f = 0; f < NR_CGROUP_FILES; f++)
-			cgroups[nr].fd[f] = -1;
-		if (snprintf(cgroups[nr].dir, sizeof(cgroups[nr].dir), "%s/%s",
-			     root, rel) >= (int)sizeof(cgroups[nr].dir)) {
+			cg->fd[f] = -1;
+		if (snprintf(cg->dir, sizeof(cg->dir), "%s/%s", root, rel) >=
+		    (int)sizeof(cg->dir)) {
 			fprintf(stderr, "lab-sampler: cgroup path too long: %s\n", argv[i]);
 			return 2;
 		}
@@ -310,37 +394,48 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_BOOTTIME, &next);
 	start_s = now_s();
 	while (!stop) {
-		ticks++;
+		/* Tick n, due at start + n * interval_ms, reads all if n % slow_every == 0. */
+		partial = due % slow_every != 0;
 		t = now_s();
-		set_prefix(&tb, t, "-");
-		if (pread_small_file(vmstat, buf, sizeof(buf)) < 0) {
-			fprintf(stderr, "lab-sampler: /proc/vmstat: %s\n", strerror(errno));
+		if (sample_tick(vmstat, out, outpath, t, !partial))
 			return 1;
+		ticks++;
+		due++;
+		timespec_add_ms(&next, interval_ms);
+		/*
+		 * A tick that came due while this one ran late (a stalled
+		 * guest), or is due within half an interval, is skipped, not
+		 * run back to back: rows milliseconds apart would say nothing
+		 * the next tick does not.  Ticks stay on the start + n *
+		 * interval grid and are never closer than half an interval.
+		 */
+		clock_gettime(CLOCK_BOOTTIME, &now);
+		timespec_add_ms(&now, interval_ms / 2);
+		while (timespec_before(&next, &now)) {
+			timespec_add_ms(&next, interval_ms);
+			due++;
+			missed++;
 		}
-		lab_parse_keyed(buf, "vmstat", emit_row, &tb);
-		for (i = 0; i < nr; i++)
-			sample_cgroup(&cgroups[i], &tb, t, buf, sizeof(buf));
-		if (tb.overflow) {
-			fprintf(stderr, "lab-sampler: one tick's rows exceed %zu bytes\n",
-				sizeof(tb.data));
-			return 1;
-		}
-		if (tick_write(out, &tb)) {
-			fprintf(stderr, "lab-sampler: %s: %s\n", outpath, strerror(errno));
-			return 1;
-		}
-
-		next.tv_nsec += (interval_ms % 1000) * 1000000L;
-		next.tv_sec += interval_ms / 1000 + next.tv_nsec / 1000000000L;
-		next.tv_nsec %= 1000000000L;
 		while (!stop && clock_nanosleep(CLOCK_BOOTTIME, TIMER_ABSTIME,
 						&next, NULL) == EINTR)
 			;
+	}
+	/*
+	 * A final tick with every file when the last one skipped the slow
+	 * ones, so their deltas reach the end of the run; at least 1.5 ms
+	 * after it, so it has a time_s (ms resolution) of its own.
+	 */
+	if (partial) {
+		while (now_s() < t + 0.0015)
+			usleep(250);
+		if (sample_tick(vmstat, out, outpath, now_s(), true))
+			return 1;
+		ticks++;
 	}
 	if (out != STDOUT_FILENO && close(out)) {
 		fprintf(stderr, "lab-sampler: %s: %s\n", outpath, strerror(errno));
 		return 1;
 	}
-	report_cpu(ticks, start_s);
+	report_cpu(ticks, missed, start_s);
 	return 0;
 }

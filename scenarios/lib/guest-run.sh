@@ -56,8 +56,14 @@ resolve_parameters() {
 	# would measure a uniprocessor kernel without saying so.
 	[ -z "${GUEST_CPUS:-}" ] || [ "$(nproc)" -eq "$GUEST_CPUS" ] ||
 		die "the guest runs $(nproc) CPUs; the host gave it GUEST_CPUS=$GUEST_CPUS"
-	# The sampler's interval, recorded with its cost (sampler.log).
+	# The sampler's interval, recorded with its cost (sampler.log), and
+	# that of its slow files (cpu.stat, io.stat, memory.events,
+	# memory.pressure): the least multiple of SAMPLE_MS that is >= 1 s.
 	: "${SAMPLE_MS:=1000}"
+	[[ $SAMPLE_MS =~ ^[1-9][0-9]*$ ]] || die "SAMPLE_MS=$SAMPLE_MS is not a whole number of ms"
+	: "${SAMPLE_SLOW_MS:=$(((999 / SAMPLE_MS + 1) * SAMPLE_MS))}"
+	[[ $SAMPLE_SLOW_MS =~ ^[1-9][0-9]*$ ]] && ((SAMPLE_SLOW_MS % SAMPLE_MS == 0)) ||
+		die "SAMPLE_SLOW_MS=$SAMPLE_SLOW_MS is not a multiple of SAMPLE_MS=$SAMPLE_MS"
 	declare -F "shape_${SHAPE//-/_}" >/dev/null || die "unknown SHAPE=$SHAPE"
 	set | grep -E '^[A-Z][A-Z0-9_]*=' | grep -vE '^(BASH|EUID|PPID|UID|SHELLOPTS|PIPESTATUS|GROUPS|HOST|OPT|PWD|OLDPWD|IFS|PS[0-9]|HOME|PATH|TERM|SHLVL|LINENO|RANDOM|SECONDS|COLUMNS|LINES|MACHTYPE|HISTCMD|INVOCATION_ID|JOURNAL_STREAM|SYSTEMD_EXEC_PID|LANG|_)' \
 		>"$OUT/params-resolved.env"
@@ -213,8 +219,8 @@ list_members() {
 }
 
 start_sampler() {
-	lab-sampler -i "$SAMPLE_MS" -r "$CGROOT" -o "$OUT/samples.csv" "$@" \
-		2>>"$OUT/sampler.log" &
+	lab-sampler -i "$SAMPLE_MS" -s "$SAMPLE_SLOW_MS" -r "$CGROOT" \
+		-o "$OUT/samples.csv" "$@" 2>>"$OUT/sampler.log" &
 	SAMPLER_PID=$!
 }
 

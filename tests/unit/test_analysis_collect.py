@@ -55,7 +55,10 @@ def test_fixture_tree_loads_into_tidy_tables():
     assert v["nb_psi_some_s"] == pytest.approx(90.722546)
     assert v["nb_psi_some_pct"] == pytest.approx(90.722546 / 111.93 * 100)
     assert v["probe_bursts"] == 12
-    assert v["dirtier_efficiency_pct"] == pytest.approx(112718 / 30622082 * 100)
+    # the dirtier's samples nearest the phase (78.62, 190.55): 78.998 and
+    # 190.998, just after the phase's end (run.delta)
+    assert v["dirtier_efficiency_pct"] == pytest.approx(
+        (144932 - 30117) / (31637404 - 849132) * 100)
     assert len(d.probe[d.probe["run"] == VANILLA]) == 12
     assert set(d.fio[d.fio["run"] == VANILLA]["job"]) == {"dirtier", "neighbour-read"}
     assert d.attribution.empty

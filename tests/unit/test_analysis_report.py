@@ -152,6 +152,21 @@ def test_report_states_the_sampler_cost_per_interval(results):
     assert ds.runs.set_index("run").loc[VANILLA, "sampler_cpu_pct"] == 0.41
 
 
+def test_report_states_the_sampler_cost_per_pair_of_intervals(results):
+    for run, slow, pct in ((VANILLA, 100, 0.9), (VANILLA + ".2", 1000, 0.3),
+                           (VANILLA + ".3", 1000, 0.5)):
+        with open(results / run / "params-resolved.env", "a") as f:
+            f.write(f"SAMPLE_MS=100\nSAMPLE_SLOW_MS={slow}\n")
+        (results / run / "sampler.log").write_text(
+            f"lab-sampler: 900 ticks in 90.0 s, cpu 0.5 s (user 0.1, system 0.4), {pct}% of one CPU\n")
+    out, ds = report.build(str(results), "vanilla", stamp="x")
+    md = open(os.path.join(out, "report.md")).read()
+    assert "- sampler cost at 100 ms: median 0.90%, max 0.90% of one CPU (1 run(s))" in md
+    assert ("- sampler cost at 100 ms (slow files 1000 ms): median 0.40%, max 0.50% of one CPU"
+            " (2 run(s))") in md
+    assert ds.runs.set_index("run").loc[VANILLA + ".2", "sampler_slow_interval_ms"] == 1000
+
+
 def test_missing_baseline_falls_back_with_a_note(results):
     out, _ = report.build(str(results), "immediate", stamp="x")
     md = open(os.path.join(out, "report.md")).read()

@@ -35,6 +35,45 @@ def test_deltas_cover_only_the_measured_phase(tmp_path):
     assert s["counters"][f"{DIRTIER}:memory.stat.pgscan"] == 150
 
 
+PSI = "memory.pressure.some.total"
+
+
+def test_a_slow_key_uses_the_samplers_first_and_stop_ticks(tmp_path):
+    # lab-sampler -i 100 -s 1000: pgscan every 0.1 s, PSI every 1 s and on
+    # the first tick (just before the phase) and the stop's (just after).
+    samples = [(round(10 + n / 10, 3), DIRTIER, "memory.stat.pgscan", 7 * n) for n in range(36)]
+    samples += [(t, NEIGHBOUR, PSI, v) for t, v in
+                [(10.0, 100), (11.0, 200), (12.0, 300), (13.0, 400), (13.55, 455)]]
+    write_run(tmp_path, samples, [("neighbour", 10.04, 13.52)])
+    c = run.summarise(tmp_path)["counters"]
+    assert c[f"{NEIGHBOUR}:{PSI}"] == 455 - 100
+    # pgscan's nearest samples: 10.0 (0.04 before) and 13.5 (0.02 before the end)
+    assert c[f"{DIRTIER}:memory.stat.pgscan"] == 7 * 35
+
+
+def test_a_slow_key_takes_its_nearest_sample_either_side_of_a_boundary(tmp_path):
+    samples = [(float(t), NEIGHBOUR, PSI, t * 10) for t in range(0, 40)]
+    # every 10 s, a phase in the middle: 20 (0.4 before) and 30 (0.7 after)
+    samples = [s for s in samples if s[0] % 10 == 0]
+    write_run(tmp_path, samples, [("neighbour", 20.4, 29.3)])
+    assert run.summarise(tmp_path)["counters"][f"{NEIGHBOUR}:{PSI}"] == 300 - 200
+    # a phase shorter than the key's interval still has a delta: 10 .. 20
+    write_run(tmp_path, samples, [("neighbour", 12, 18)])
+    assert run.summarise(tmp_path)["counters"][f"{NEIGHBOUR}:{PSI}"] == 200 - 100
+
+
+def test_a_sample_across_a_gap_is_not_the_nearest(tmp_path):
+    # The cgroup was absent from 5 to 20 s (its counters restarted): 5 is
+    # nearer to the phase's start at 13 than 20, but a gap away.
+    samples = [(float(t), NEIGHBOUR, PSI, 1000 + t) for t in range(0, 6)]
+    samples += [(float(t), NEIGHBOUR, PSI, t) for t in range(20, 31)]
+    write_run(tmp_path, samples, [("neighbour", 13, 25.2)])
+    assert run.summarise(tmp_path)["counters"][f"{NEIGHBOUR}:{PSI}"] == 25 - 20
+    # no sample within the phase or a gap of it: no delta
+    write_run(tmp_path, samples, [("neighbour", 8, 17)])
+    assert run.summarise(tmp_path)["counters"][f"{NEIGHBOUR}:{PSI}"] is None
+
+
 def test_precondition_uses_the_median_writeback_share(tmp_path):
     # shares of the file LRU: 0.9, 0.85, 0.5 -> median 0.85 (met), min 0.5
     samples = (dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 80, 20, 85)
@@ -169,9 +208,22 @@ def test_sampler_cost_is_read_from_its_exit_line(tmp_path):
         "lab-sampler: 1200 ticks in 120.4 s, cpu 0.950 s (user 0.210, system 0.740),"
         " 0.79% of one CPU\n")
     s = run.summarise(tmp_path)
-    assert s["sampler"] == {"interval_ms": 100, "ticks": 1200, "wall_s": 120.4,
-                            "cpu_s": 0.95, "cpu_pct_of_one": 0.79}
-    assert "sampler cost: 0.79% of one CPU at 100 ms" in run.format_summary(s)
+    # a run from before SAMPLE_SLOW_MS read every file at SAMPLE_MS
+    assert s["sampler"] == {"interval_ms": 100, "slow_interval_ms": 100, "ticks": 1200,
+                            "wall_s": 120.4, "cpu_s": 0.95, "cpu_pct_of_one": 0.79}
+    assert "sampler cost: 0.79% of one CPU at 100 ms (1200 ticks" in run.format_summary(s)
+
+
+def test_sampler_cost_names_the_slow_files_interval(tmp_path):
+    write_run(tmp_path, dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 90, 10, 90),
+              [("neighbour", 10, 11)], params="SAMPLE_MS=100\nSAMPLE_SLOW_MS=1000\n")
+    (tmp_path / "sampler.log").write_text(
+        "lab-sampler: 1200 ticks in 120.4 s, cpu 0.300 s (user 0.100, system 0.200),"
+        " 0.25% of one CPU\n")
+    s = run.summarise(tmp_path)
+    assert (s["sampler"]["interval_ms"], s["sampler"]["slow_interval_ms"]) == (100, 1000)
+    assert ("sampler cost: 0.25% of one CPU at 100 ms (slow files 1000 ms)"
+            in run.format_summary(s))
 
 
 def test_no_sampler_line_means_no_cost(tmp_path):
