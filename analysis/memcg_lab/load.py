@@ -251,7 +251,21 @@ class Run:
         return load_proactive(self.file("proactive.csv"))
 
     def writeback_cp(self):
-        return load_writeback_cp(self.file("writeback-cp.csv"))
+        """writeback-cp.csv with, per iteration, the seconds reclaim slept
+        in reclaim_throttle() by reason ("throttle.<reason>_s"), over the
+        iteration's phase (copy and alloc); NaN without the hist."""
+        df = load_writeback_cp(self.file("writeback-cp.csv"))
+        if df is None:
+            return None
+        path = self.file("reclaim-throttle.csv")
+        for reason in run.THROTTLE_REASONS:
+            values = []
+            for i in df["iteration"]:
+                t = run.load_reclaim_throttle(path, f"iteration-{int(i)}")
+                values.append(math.nan if not isinstance(t, dict) else
+                              t["by_reason"].get(reason, {}).get("delayed_s", 0.0))
+            df[f"throttle.{reason}_s"] = values
+        return df
 
     def series(self, cgroup, key):
         """One counter or gauge as a Series indexed by time_s; v2 names

@@ -281,6 +281,34 @@ def load_sampler_cost(path, params):
             "wall_s": float(wall), "cpu_s": float(cpu), "cpu_pct_of_one": float(pct)}
 
 
+THROTTLE_REASONS = ["writeback", "congested", "noprogress", "isolated"]
+
+
+def load_reclaim_throttle(path, phase):
+    """reclaim-throttle.csv's rows of one phase summed per reason, and per
+    (reason, task name) for the tasks that slept: {"by_reason": {reason:
+    {"sleeps", "delayed_s"}}, "by_task": {...}}.  None without the file,
+    "not available" when the guest could not set the hist trigger."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        first = f.readline()
+        if not first.startswith("phase,"):
+            return "not available"
+        by_reason, by_task = {}, {}
+        for row in csv.DictReader(f, fieldnames=first.strip().split(",")):
+            if row["phase"] != phase:
+                continue
+            sleeps, delayed = int(row["sleeps"]), int(row["delayed_us"]) / 1e6
+            # kswapd0, kworker/u4:2 and lab-alloc are tasks; pids differ.
+            for table, key in ((by_reason, row["reason"]),
+                               (by_task, f"{row['reason']}:{row['comm']}")):
+                t = table.setdefault(key, {"sleeps": 0, "delayed_s": 0.0})
+                t["sleeps"] += sleeps
+                t["delayed_s"] += delayed
+    return {"by_reason": by_reason, "by_task": by_task}
+
+
 def sampler_intervals(interval, slow):
     """'100 ms', or '100 ms (slow files 1000 ms)' when they differ."""
     at = f"{interval:.0f} ms" if interval else "an unrecorded interval"
@@ -350,6 +378,9 @@ def summarise(run_dir):
     cost = load_sampler_cost(os.path.join(run_dir, "sampler.log"), params)
     if cost:
         summary["sampler"] = cost
+    throttle = load_reclaim_throttle(os.path.join(run_dir, "reclaim-throttle.csv"), name)
+    if throttle is not None:
+        summary["reclaim_throttle"] = throttle
     return summary
 
 
@@ -382,6 +413,16 @@ def format_summary(s):
         p = s["probe_latency_us"]
         lines.append(f"neighbour fault latency (us): p50 {p['p50']:.0f} p90 {p['p90']:.0f}"
                      f" p99 {p['p99']:.0f} max {p['max']:.0f} (n={p['n']})")
+    throttle = s.get("reclaim_throttle")
+    if throttle == "not available":
+        lines.append("reclaim_throttle() sleeps: not available on this kernel")
+    elif throttle is not None:
+        parts = [f"{r} {t['sleeps']} for {t['delayed_s']:.2f} s"
+                 for r, t in sorted(throttle["by_reason"].items())]
+        lines.append("reclaim_throttle() sleeps in the phase: " + ("; ".join(parts) or "none"))
+        top = sorted(throttle["by_task"].items(), key=lambda kv: -kv[1]["delayed_s"])[:5]
+        for key, t in top:
+            lines.append(f"  {key:40s} {t['sleeps']:6d} sleeps {t['delayed_s']:8.2f} s")
     if "sampler" in s:
         c = s["sampler"]
         lines.append(f"sampler cost: {c['cpu_pct_of_one']:.2f}% of one CPU at "

@@ -13,6 +13,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from memcg_lab import metrics as mx
+from memcg_lab import run
 
 ALPHA = 0.05
 PERCENTILES = [50, 90, 99]
@@ -173,7 +174,10 @@ def _vmstat_rows(mean):
         # The alloc's worst outcome: its iteration then has no alloc
         # figures, only these counters.
         ("OOM kills", "count", mean("oom_kill")),
-    ]
+        # Over the whole iteration (copy and alloc), from the hist of
+        # vmscan:mm_vmscan_throttled: sleeping instead of scanning.
+    ] + [(f"Reclaim throttled ({reason}), iteration", "s", mean(f"throttle.{reason}_s"))
+         for reason in run.THROTTLE_REASONS]
 
 
 def writeback_cp(iterations, arms, baseline):

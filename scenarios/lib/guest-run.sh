@@ -21,10 +21,49 @@ die() { say "error: $*"; exit 1; }
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 
 # Phase boundaries on the sampler's clock (CLOCK_BOOTTIME = /proc/uptime).
-phase_begin() { PHASE=$1; PHASE_START=$(uptime_s); say "phase $PHASE begins"; }
+phase_begin() {
+	PHASE=$1
+	throttle_hist_start
+	PHASE_START=$(uptime_s)
+	say "phase $PHASE begins"
+}
 phase_end() {
 	echo "$PHASE,$PHASE_START,$(uptime_s)" >>"$OUT/phases.csv"
+	throttle_hist_take
 	say "phase $PHASE ends"
+}
+
+# Time in reclaim_throttle() per phase, by reason and task: where
+# reclaim that does not scan spends its time instead (the series' parked
+# folios are not scanned; patch 6 sleeps on them).  A hist trigger on
+# vmscan:mm_vmscan_throttled, read and cleared at every phase end into
+# reclaim-throttle.csv; reason is the event's bit (1 << enum
+# vmscan_throttle_state).
+THROTTLE_EVENT=/sys/kernel/tracing/events/vmscan/mm_vmscan_throttled
+THROTTLE_HIST='hist:keys=reason,common_pid.execname:vals=hitcount,usec_delayed'
+throttle_hist_start() {
+	[ -z "${THROTTLE_HIST_STATE:-}" ] || return 0
+	if echo "$THROTTLE_HIST" >"$THROTTLE_EVENT/trigger" 2>/dev/null; then
+		THROTTLE_HIST_STATE=on
+		echo "phase,reason,comm,pid,sleeps,delayed_us" >"$OUT/reclaim-throttle.csv"
+	else
+		THROTTLE_HIST_STATE=unavailable
+		echo "not available: cannot set a hist trigger on $THROTTLE_EVENT" \
+			>"$OUT/reclaim-throttle.csv"
+	fi
+}
+throttle_hist_take() {
+	[ "${THROTTLE_HIST_STATE:-}" = on ] || return 0
+	sed -nE 's/^\{ reason: *([0-9]+), common_pid: *(.*[^ ]) *\[ *([0-9]+)\] *\} hitcount: *([0-9]+) *usec_delayed: *([0-9]+).*/\1 \3 \4 \5 \2/p' \
+		"$THROTTLE_EVENT/hist" |
+		awk -v phase="$PHASE" '{
+			r = $1 == 1 ? "writeback" : $1 == 2 ? "isolated" : $1 == 4 ? "noprogress" : $1 == 8 ? "congested" : $1
+			comm = $5; for (i = 6; i <= NF; i++) comm = comm " " $i
+			gsub(/,/, ";", comm)
+			printf "%s,%s,%s,%s,%s,%s\n", phase, r, comm, $2, $3, $4
+		}' >>"$OUT/reclaim-throttle.csv"
+	echo "$THROTTLE_HIST:clear" >>"$THROTTLE_EVENT/trigger" ||
+		die "cannot clear the hist trigger on $THROTTLE_EVENT"
 }
 
 record_guest_provenance() {

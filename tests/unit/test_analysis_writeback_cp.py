@@ -167,3 +167,28 @@ def test_an_oom_killed_alloc_counts_and_keeps_its_iteration(results):
     # the OOM-killed iteration has no alloc time, the other one does
     assert cell(t, "alloc", "Elapsed Time", "vanilla", "n") == 1
     assert cell(t, "vmstat", "Direct pages scanned", "vanilla") == 3818852 / 2
+
+
+def test_reclaim_throttle_per_iteration_joins_the_table(results):
+    # The fixture predates reclaim-throttle.csv: NaN, not zero.
+    d = collect.Dataset(str(results))
+    it = d.writeback_cp[d.writeback_cp["arm"] == "vanilla"]
+    t = stats.writeback_cp(it, ["vanilla"], "vanilla")
+    assert math.isnan(cell(t, "vmstat", "Reclaim throttled (writeback), iteration", "vanilla"))
+    # With the hist: each iteration's phase, summed over tasks; a reason
+    # without rows is zero; another phase does not count.
+    (results / WRITEBACK_CP / "reclaim-throttle.csv").write_text(
+        "phase,reason,comm,pid,sleeps,delayed_us\n"
+        "iteration-1,writeback,lab-alloc,300,10,1000000\n"
+        "iteration-1,writeback,kswapd0,41,2,200000\n"
+        "iteration-2,writeback,lab-alloc,301,4,400000\n"
+        "iteration-2,noprogress,lab-alloc,301,5,5000\n"
+        "drain,writeback,sync,400,100,9000000\n")
+    d = collect.Dataset(str(results))
+    it = d.writeback_cp[d.writeback_cp["arm"] == "vanilla"]
+    t = stats.writeback_cp(it, ["vanilla"], "vanilla")
+    assert cell(t, "vmstat", "Reclaim throttled (writeback), iteration", "vanilla") == \
+        pytest.approx((1.2 + 0.4) / 2)
+    assert cell(t, "vmstat", "Reclaim throttled (noprogress), iteration", "vanilla") == \
+        pytest.approx(0.005 / 2)
+    assert cell(t, "vmstat", "Reclaim throttled (congested), iteration", "vanilla") == 0

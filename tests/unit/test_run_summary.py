@@ -230,3 +230,34 @@ def test_no_sampler_line_means_no_cost(tmp_path):
     write_run(tmp_path, dirtier_lru(10, 90, 10, 90), [("neighbour", 10, 11)])
     (tmp_path / "sampler.log").write_text("killed\n")
     assert "sampler" not in run.summarise(tmp_path)
+
+
+def test_reclaim_throttle_sleeps_are_summed_per_reason_and_task_in_the_phase(tmp_path):
+    write_run(tmp_path, dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 90, 10, 90),
+              [("ramp", 0, 9), ("neighbour", 10, 11)])
+    (tmp_path / "reclaim-throttle.csv").write_text(
+        "phase,reason,comm,pid,sleeps,delayed_us\n"
+        "ramp,writeback,kswapd0,41,100,9000000\n"
+        "neighbour,writeback,lab-mmap-probe,300,3,250000\n"
+        "neighbour,writeback,lab-mmap-probe,301,2,100000\n"
+        "neighbour,writeback,kswapd0,41,1,100000\n"
+        "neighbour,noprogress,fio,280,7,7000\n")
+    s = run.summarise(tmp_path)
+    t = s["reclaim_throttle"]
+    assert t["by_reason"]["writeback"] == {"sleeps": 6, "delayed_s": pytest.approx(0.45)}
+    assert t["by_reason"]["noprogress"] == {"sleeps": 7, "delayed_s": pytest.approx(0.007)}
+    assert t["by_task"]["writeback:lab-mmap-probe"]["sleeps"] == 5
+    text = run.format_summary(s)
+    assert "reclaim_throttle() sleeps in the phase: noprogress 7 for 0.01 s; writeback 6 for 0.45 s" in text
+
+
+def test_reclaim_throttle_without_sleeps_or_without_the_trigger(tmp_path):
+    write_run(tmp_path, dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 90, 10, 90),
+              [("neighbour", 10, 11)])
+    assert "reclaim_throttle" not in run.summarise(tmp_path)
+    (tmp_path / "reclaim-throttle.csv").write_text("phase,reason,comm,pid,sleeps,delayed_us\n")
+    s = run.summarise(tmp_path)
+    assert s["reclaim_throttle"] == {"by_reason": {}, "by_task": {}}
+    assert "reclaim_throttle() sleeps in the phase: none" in run.format_summary(s)
+    (tmp_path / "reclaim-throttle.csv").write_text("not available: cannot set a hist trigger\n")
+    assert "not available on this kernel" in run.format_summary(run.summarise(tmp_path))
