@@ -73,13 +73,20 @@ def throttle(q, drive, bps):
     q.command("block_set_io_throttle", {"device": drive, **limits})
 
 
+# Section bounds in System.map, not functions: an address past a
+# section's last function would be named after its end marker.
+SECTION_MARKER = re.compile(r"^(_[se]?text|_[se]inittext|__\w+_text_(start|end)"
+                            r"|__\w+_thunk_(start|end))$")
+
+
 def read_kernel_text_symbols(path):
     """Sorted (address, name) of the text symbols in a System.map."""
     syms = []
     with open(path) as f:
         for line in f:
             parts = line.split()
-            if len(parts) >= 3 and parts[1] in "tTwW":
+            if (len(parts) >= 3 and parts[1] in "tTwW"
+                    and not SECTION_MARKER.match(parts[2])):
                 syms.append((int(parts[0], 16), parts[2]))
     if not syms:
         raise ValueError(f"{path}: no text symbols")

@@ -114,6 +114,8 @@ def test_pcs_counts_where_each_vcpu_was(tmp_path):
     system_map = tmp_path / "System.map"
     system_map.write_text("ffffffff81000000 T _stext\n"
                           "ffffffff81000100 T shrink_folio_list\n"
+                          # a section bound, not a function: skipped
+                          "ffffffff81000120 T __sched_text_start\n"
                           "ffffffff81000200 t isolate_lru_folios\n"
                           "ffffffff82000000 D some_data\n")
     path = str(tmp_path / "qmp.sock")
