@@ -137,14 +137,17 @@ def test_report_lists_excluded_runs(results):
     assert "1 run(s) excluded" in open(os.path.join(out, "cover-letter.txt")).read()
 
 
+def give_sampler_cost(results, run, params, pct):
+    with open(results / run / "params-resolved.env", "a") as f:
+        f.write(params)
+    (results / run / "sampler.log").write_text(
+        f"lab-sampler: 900 ticks in 90.0 s, cpu 0.5 s (user 0.1, system 0.4), {pct}% of one CPU\n")
+
+
 def test_report_states_the_sampler_cost_per_interval(results):
     costs = {VANILLA: 0.41, VANILLA + ".2": 0.62, MGLRU: 0.08}
     for run, pct in costs.items():
-        interval = 1000 if run == MGLRU else 100
-        with open(results / run / "params-resolved.env", "a") as f:
-            f.write(f"SAMPLE_MS={interval}\n")
-        (results / run / "sampler.log").write_text(
-            f"lab-sampler: 900 ticks in 90.0 s, cpu 0.5 s (user 0.1, system 0.4), {pct}% of one CPU\n")
+        give_sampler_cost(results, run, f"SAMPLE_MS={1000 if run == MGLRU else 100}\n", pct)
     out, ds = report.build(str(results), "vanilla", stamp="x")
     md = open(os.path.join(out, "report.md")).read()
     assert "- sampler cost at 100 ms: median 0.52%, max 0.62% of one CPU (2 run(s))" in md
@@ -155,10 +158,7 @@ def test_report_states_the_sampler_cost_per_interval(results):
 def test_report_states_the_sampler_cost_per_pair_of_intervals(results):
     for run, slow, pct in ((VANILLA, 100, 0.9), (VANILLA + ".2", 1000, 0.3),
                            (VANILLA + ".3", 1000, 0.5)):
-        with open(results / run / "params-resolved.env", "a") as f:
-            f.write(f"SAMPLE_MS=100\nSAMPLE_SLOW_MS={slow}\n")
-        (results / run / "sampler.log").write_text(
-            f"lab-sampler: 900 ticks in 90.0 s, cpu 0.5 s (user 0.1, system 0.4), {pct}% of one CPU\n")
+        give_sampler_cost(results, run, f"SAMPLE_MS=100\nSAMPLE_SLOW_MS={slow}\n", pct)
     out, ds = report.build(str(results), "vanilla", stamp="x")
     md = open(os.path.join(out, "report.md")).read()
     assert "- sampler cost at 100 ms: median 0.90%, max 0.90% of one CPU (1 run(s))" in md

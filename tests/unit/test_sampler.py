@@ -228,10 +228,19 @@ def test_slow_files_are_read_every_nth_tick_and_fast_files_every_tick(tmp_path):
             ("-", "vmstat.nr_free_pages")} <= fast
     for n, (t, keys) in enumerate(ticks):
         assert fast_keys(keys) == fast, f"tick {n} at {t}"
-        # Tick n is due at n * 50 ms: the slow files on every 4th, and on
-        # the last (the stop's), whichever it is.
-        want = slow if n % 4 == 0 or n == len(ticks) - 1 else set()
-        assert slow_keys(keys) == want, f"tick {n} at {t}"
+        assert slow_keys(keys) in (slow, set()), f"tick {n} at {t}"
+    # Tick n is due at n * 50 ms and reads the slow files when n % 4 == 0;
+    # a loaded host may make the sampler skip a due tick, so the check is
+    # on what that implies: slow reads are due 200 ms apart (taken more
+    # than 100 ms apart, however late a tick ran), with at most 3 ticks
+    # without them in a row, and the last (the stop's) reads them.
+    assert slow_keys(ticks[-1][1]) == slow
+    with_slow = [n for n, (_, keys) in enumerate(ticks[:-1]) if slow_keys(keys)]
+    assert with_slow[0] == 0 and len(with_slow) >= 2
+    for a, b in zip(with_slow, with_slow[1:]):
+        assert ticks[b][0] - ticks[a][0] > 0.1, (a, b)
+        assert b - a <= 4, (a, b)
+    assert len(ticks) - 1 - with_slow[-1] <= 4
 
 
 def test_the_first_and_the_stop_tick_read_the_slow_files(tmp_path):
