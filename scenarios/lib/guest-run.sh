@@ -351,16 +351,19 @@ start_dirtier() {
 # fio writes its JSON report on SIGINT, but a writer blocked behind a
 # deep queue of a slow disk may take long to notice: wait a bounded time,
 # with a heartbeat, then kill it and say so.
+# SIGINT by default: fio writes its report when interrupted.  Commands
+# started in the background of this (non-interactive) shell inherit
+# SIGINT ignored, so a plain dd loop wants SIGTERM.
 stop_scope() {
-	local name=$1 i
-	signal_member "$name" SIGINT
+	local name=$1 sig=${2:-SIGINT} i
+	signal_member "$name" "$sig"
 	for i in $(seq 60); do
 		scope_running "$name" || break
 		[ $((i % 10)) -eq 0 ] && say "waiting for $name to stop ($i s)"
 		sleep 1
 	done
 	if scope_running "$name"; then
-		say "$name ignored SIGINT for 60 s: killed (a fio report it would have written is lost)"
+		say "$name ignored $sig for 60 s: killed (a fio report it would have written is lost)"
 		signal_member "$name" SIGKILL
 		echo "$name killed after 60 s" >>"$OUT/notes.txt"
 	fi
@@ -654,7 +657,7 @@ shape_writeback_cp() {
 		alloc_rc=0
 		wait "${SCOPE_PID[alloc-$i]}" || alloc_rc=$?
 		after=$(vmstat_snapshot)
-		stop_scope "copier-$i"
+		stop_scope "copier-$i" SIGTERM
 		phase_end
 		deltas=$(vmstat_deltas "$before" "$after")
 		row=$(awk '{printf ",%s", $2}' <<<"$deltas")
