@@ -565,6 +565,9 @@ shape_proactive() {
 		s1=$(memcg_stat "$SLICE" pgscan)
 		r1=$(memcg_stat "$SLICE" pgsteal)
 		echo "$i,$(uptime_s),$((t1 - t0)),$rc,$((s1 - s0)),$((r1 - r0))" >>"$OUT/proactive.csv"
+		# A line per call: a call can take half a minute, and the host
+		# takes a console silent for 180 s for a hung guest.
+		say "memory.reclaim call $i of $RECLAIM_CALLS: $rc in $(((t1 - t0) / 1000000)) ms, pgscan $((s1 - s0)) pgsteal $((r1 - r0))"
 		[ $((i % 5)) -eq 0 ] && heartbeat "$cg"
 		sleep "$RECLAIM_GAP_S"
 	done
