@@ -100,7 +100,11 @@ def where(syms, addrs, cpl, rip, halted):
     if cpl != 0:
         return "(user space)"
     i = bisect.bisect_right(addrs, rip) - 1
-    return syms[i][1] if i >= 0 else f"(0x{rip:x})"
+    # Past the last function by more than any function's size: not the
+    # kernel image (or a kernel relocated by KASLR).
+    if i < 0 or (i == len(syms) - 1 and rip - addrs[i] > 1 << 16):
+        return f"(0x{rip:x})"
+    return syms[i][1]
 
 
 CPU_STATE = re.compile(r"CPU#(\d+)|RIP=([0-9a-f]+) .*?CPL=(\d) .*?HLT=(\d)")

@@ -170,8 +170,9 @@ boot_guest() {
 	# quiet alone would keep KERN_WARNING off the console, and with it
 	# every WARN() and lockdep report: loglevel=5 lets them through.
 	local cmdline="root=/dev/vda rootfstype=ext4 rw console=ttyS0 panic=-1 quiet loglevel=5"
-	# What dump_silent_guest's NMI makes the kernel print.
-	cmdline+=" unknown_nmi_panic panic_print=0x4b"
+	# What dump_silent_guest's NMI makes the kernel print; nokaslr keeps
+	# the kernel where System.map says, for its vCPU samples.
+	cmdline+=" unknown_nmi_panic panic_print=0x4b nokaslr"
 	cmdline+=" systemd.show_status=error memcg_lab.scenario=$NAME memcg_lab.arm=$ARM"
 	cmdline+=" ${KERNEL_CMDLINE_EXTRA:-}"
 	QMP=$DISKS/qmp.sock
