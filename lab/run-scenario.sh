@@ -233,12 +233,15 @@ answer_throttle_requests() {
 # function, from QEMU's registers and System.map) and then injects
 # an NMI: with unknown_nmi_panic the guest kernel panics and, through
 # panic_print, prints every task with its stack (0x1), the memory state
-# (0x2), lockdep's held locks on the debug kernel (0x8) and every CPU's
-# backtrace (0x40) on the console.  hang-dump.txt is the console from the
-# NMI on.  A guest whose kernel no longer takes NMIs adds nothing.
+# (0x2), lockdep's held locks on the debug kernel (0x8) and the CPUs'
+# backtraces (0x40; a CPU still in QEMU's NMI misses it) on the console.
+# hang-dump.txt is the console from the NMI on, and the splat check
+# (classify_run) reads only the console before it.  A guest whose kernel
+# no longer takes NMIs adds nothing.
 dump_silent_guest() {
 	local from
 	from=$(stat -c %s "$RUN/console.log" 2>/dev/null || echo 0)
+	DUMP_FROM=$from
 	log "$FAILURE: sampling the vCPUs, then an NMI for the guest kernel's task and memory dump"
 	"$LAB_ROOT/lab/qmp.py" pcs "$QMP" "$KBUILD/System.map" 20 250 >"$RUN/hang-pcs.txt" ||
 		log "sampling the vCPUs through QMP failed"
@@ -266,6 +269,7 @@ watch_guest() {
 	last_change=$start
 	BOOT_TO_SCENARIO_S=
 	FAILURE=
+	DUMP_FROM=
 	THROTTLE_ANSWERED=0
 	while kill -0 "$QEMU_PID" 2>/dev/null; do
 		sleep 0.5
@@ -301,7 +305,8 @@ classify_run() {
 	local trouble guest_rc
 	# The journal the guest saved has the kernel's messages at every level.
 	trouble=$({
-		grep -aE "$KERNEL_TROUBLE" "$RUN/console.log"
+		head -c "${DUMP_FROM:-$(stat -c %s "$RUN/console.log")}" "$RUN/console.log" |
+			grep -aE "$KERNEL_TROUBLE"
 		[ -f "$RUN/journal.txt" ] &&
 			grep -a ' kernel: ' "$RUN/journal.txt" | grep -aE "$KERNEL_TROUBLE"
 	} | head -n 3 || true)

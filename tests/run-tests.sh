@@ -51,7 +51,7 @@ MEMCG_LAB_RESULTS=$BOOT_RESULTS lab/run-scenario.sh smoke vanilla
 LAB_SMOKE_RUN=$(newest_run smoke vanilla) /usr/bin/python3 -m pytest -q tests/boot/test_smoke_run.py
 
 log "boot test: a silent guest is dumped by NMI and failed as a hang"
-MEMCG_LAB_HANG_S=15 SET="SILENT_S=600" MEMCG_LAB_RESULTS=$BOOT_RESULTS \
+MEMCG_LAB_HANG_S=45 SET="SILENT_S=600" MEMCG_LAB_RESULTS=$BOOT_RESULTS \
 	lab/run-scenario.sh smoke activate && die "the silent smoke run did not fail"
 LAB_HANG_RUN=$(newest_run smoke activate) /usr/bin/python3 -m pytest -q tests/boot/test_hang_dump_run.py
 
