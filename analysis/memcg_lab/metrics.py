@@ -32,6 +32,10 @@ METRICS = [
     Metric("slice_scan_velocity", "Parent scan velocity", "pages/s", "lower"),
     Metric("slice_efficiency_pct", "Parent reclaim efficiency", "%", "higher"),
     Metric("slice_events_max", "Parent memory.events max", "count", "lower"),
+    # Every task's sleeps in reclaim_throttle() (reclaim-throttle.csv):
+    # the time reclaim waits instead of scanning.
+    Metric("throttled_s", "Reclaim throttled, all tasks", "s", "lower"),
+    Metric("throttled_writeback_s", "Reclaim throttled on writeback, all tasks", "s", "lower"),
     # System-wide: the only scan counts a cgroup v1 run has.
     Metric("vm_pgscan_file", "System file pages scanned", "pages", "lower"),
     Metric("vm_efficiency_pct", "System file reclaim efficiency", "%", "higher"),
@@ -66,7 +70,13 @@ def run_metrics(summary, fio, probe):
     write_bw = fio_stat("dirtier", "write", "bw_KiBps")
     clat = fio_stat("neighbour-read", "read", "mean")
     lat = probe["latency_us"] if len(probe) else None
+    throttle = summary.get("reclaim_throttle")
+    by_reason = throttle["by_reason"] if isinstance(throttle, dict) else None
     return {
+        "throttled_s": None if by_reason is None else
+        sum(t["delayed_s"] for t in by_reason.values()),
+        "throttled_writeback_s": None if by_reason is None else
+        by_reason.get("writeback", {}).get("delayed_s", 0.0),
         "nb_psi_some_s": None if some_us is None else some_us / 1e6,
         "nb_psi_some_pct": _ratio(some_us, phase_s * 1e6, 100),
         "nb_psi_full_s": counter(NB, "memory.pressure.full.total", 1e-6),

@@ -64,6 +64,22 @@ def test_fixture_tree_loads_into_tidy_tables():
     assert d.attribution.empty
 
 
+def test_reclaim_throttle_sleeps_are_metrics_where_recorded(tmp_path):
+    # The fixture predates reclaim-throttle.csv: no value, not zero.
+    p = copy_run(tmp_path, VANILLA)
+    d = collect.Dataset(tmp_path)
+    v = d.metrics.set_index("metric")["value"]
+    assert "throttled_s" not in v.index and "throttled_writeback_s" not in v.index
+    (p / "reclaim-throttle.csv").write_text(
+        "phase,reason,comm,pid,sleeps,delayed_us\n"
+        "neighbour,writeback,lab-mmap-probe,300,3,300000\n"
+        "neighbour,congested,fio,280,7,7000\n"
+        "ramp,writeback,fio,280,9,900000\n")
+    v = collect.Dataset(tmp_path).metrics.set_index("metric")["value"]
+    assert v["throttled_s"] == pytest.approx(0.307)
+    assert v["throttled_writeback_s"] == pytest.approx(0.3)
+
+
 def test_run_without_status_is_incomplete():
     assert reasons(FIXTURES)[MGLRU].startswith("incomplete: status.txt missing")
 
