@@ -15,8 +15,9 @@
  * The first tick reads every file, and so does the tick taken at
  * SIGINT/SIGTERM if the last one skipped the slow files, so a delta of a
  * slow file over the whole run is exact; in between, a slow key has rows
- * only on ticks whose number (from 0) is a multiple of
- * slow_interval_ms / interval_ms.
+ * only on ticks due at a multiple of slow_interval_ms from the start.
+ * Ticks stay on the start + n * interval_ms grid: one that comes due while
+ * the previous one ran late is skipped, and counted at exit.
  *
  * cgroup arguments are paths relative to the cgroup root (default
  * /sys/fs/cgroup); "" or "/" is the root.  A cgroup that does not exist yet
