@@ -36,13 +36,16 @@ phase_end() {
 # Time in reclaim_throttle() per phase, by reason and task: where
 # reclaim that does not scan spends its time instead (the series' parked
 # folios are not scanned; patch 6 sleeps on them).  A hist trigger on
-# vmscan:mm_vmscan_throttled, read and cleared at every phase end into
-# reclaim-throttle.csv; reason is the event's bit (1 << enum
+# vmscan:mm_vmscan_throttled, cleared at every phase begin and read at its
+# end into reclaim-throttle.csv; reason is the event's bit (1 << enum
 # vmscan_throttle_state).
 THROTTLE_EVENT=/sys/kernel/tracing/events/vmscan/mm_vmscan_throttled
 THROTTLE_HIST='hist:keys=reason,common_pid.execname:vals=hitcount,usec_delayed'
 throttle_hist_start() {
-	[ -z "${THROTTLE_HIST_STATE:-}" ] || return 0
+	case ${THROTTLE_HIST_STATE:-} in
+	on) throttle_hist_clear; return 0 ;;
+	unavailable) return 0 ;;
+	esac
 	if echo "$THROTTLE_HIST" >"$THROTTLE_EVENT/trigger" 2>/dev/null; then
 		THROTTLE_HIST_STATE=on
 		echo "phase,reason,comm,pid,sleeps,delayed_us" >"$OUT/reclaim-throttle.csv"
@@ -62,6 +65,8 @@ throttle_hist_take() {
 			gsub(/,/, ";", comm)
 			printf "%s,%s,%s,%s,%s,%s\n", phase, r, comm, $2, $3, $4
 		}' >>"$OUT/reclaim-throttle.csv"
+}
+throttle_hist_clear() {
 	echo "$THROTTLE_HIST:clear" >>"$THROTTLE_EVENT/trigger" ||
 		die "cannot clear the hist trigger on $THROTTLE_EVENT"
 }

@@ -87,3 +87,12 @@ def test_the_stick_was_throttled_by_qemu_while_the_guest_wrote():
     assert [l.split(" ", 1)[1] for l in log] == [
         f"request 1: on bps_wr={int(bps)}", "request 2: off bps_wr=0"]
     assert read("stick-throttle.state").strip() == "off 2"
+
+
+def test_reclaim_throttle_hist_was_set_for_the_phase():
+    # The guest's hist trigger on vmscan:mm_vmscan_throttled was accepted:
+    # the file has its header (a kernel without hist triggers says "not
+    # available"), and any rows belong to the measured phase.
+    lines = read("reclaim-throttle.csv").splitlines()
+    assert lines[0] == "phase,reason,comm,pid,sleeps,delayed_us"
+    assert all(line.startswith("write,") for line in lines[1:])
