@@ -258,13 +258,13 @@ class Run:
         if df is None:
             return None
         path = self.file("reclaim-throttle.csv")
+        # One read of the file per iteration, not one per (iteration, reason).
+        per_iteration = [run.load_reclaim_throttle(path, f"iteration-{int(i)}")
+                         for i in df["iteration"]]
         for reason in run.THROTTLE_REASONS:
-            values = []
-            for i in df["iteration"]:
-                t = run.load_reclaim_throttle(path, f"iteration-{int(i)}")
-                values.append(math.nan if not isinstance(t, dict) else
-                              t["by_reason"].get(reason, {}).get("delayed_s", 0.0))
-            df[f"throttle.{reason}_s"] = values
+            df[f"throttle.{reason}_s"] = [
+                t["by_reason"].get(reason, {}).get("delayed_s", 0.0)
+                if isinstance(t, dict) else math.nan for t in per_iteration]
         return df
 
     def series(self, cgroup, key):
