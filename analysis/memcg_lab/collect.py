@@ -57,6 +57,8 @@ class Dataset:
                 row["sampler_interval_ms"] = cost.get("interval_ms")
                 row["sampler_slow_interval_ms"] = cost.get("slow_interval_ms")
                 row["sampler_cpu_pct"] = cost.get("cpu_pct_of_one")
+                row["sampler_slow_cgroups"] = cost.get("slow_cgroups")
+                row["sampler_vmstat_slow"] = cost.get("vmstat_slow")
             if problems[i] is None:
                 try:
                     fio = r.fio()

@@ -140,18 +140,25 @@ def scenario_section(ds, scenario, out, baseline_wanted):
 
 
 def sampler_cost_lines(runs):
-    """The sampler's CPU cost per pair of intervals (every file, slow
-    files) over all runs that report it: the issue's budget is 1% of one
-    CPU at 100 ms."""
+    """The sampler's CPU cost per configuration (interval of every file,
+    of the slow files, cgroups and /proc/vmstat read wholly at the slow
+    rate) over all runs
+    that report it: the issue's budget is 1% of one CPU at 100 ms."""
     if "sampler_cpu_pct" not in runs:
         return []
     have = runs.dropna(subset=["sampler_cpu_pct"])
     lines = []
     slow = have.get("sampler_slow_interval_ms", have["sampler_interval_ms"])
-    keys = [have["sampler_interval_ms"].fillna(-1), slow.fillna(-1)]
-    for (interval, slow_ms), g in have.groupby(keys):
+    unknown = have["sampler_cpu_pct"] * float("nan")
+    cgroups = have.get("sampler_slow_cgroups", unknown)
+    vmstat = have.get("sampler_vmstat_slow", unknown).astype(float)
+    keys = [have["sampler_interval_ms"].fillna(-1), slow.fillna(-1), cgroups.fillna(-1),
+            vmstat.fillna(-1)]
+    for (interval, slow_ms, slow_cgs, vmstat_slow), g in have.groupby(keys):
         at = run.sampler_intervals(interval if interval >= 0 else None,
-                                   slow_ms if slow_ms >= 0 else None)
+                                   slow_ms if slow_ms >= 0 else None,
+                                   slow_cgs if slow_cgs >= 0 else None,
+                                   vmstat_slow == 1)
         lines.append(f"- sampler cost at {at}: median {g['sampler_cpu_pct'].median():.2f}%, "
                      f"max {g['sampler_cpu_pct'].max():.2f}% of one CPU ({len(g)} run(s))")
     return lines + ([""] if lines else [])

@@ -258,7 +258,8 @@ def load_probe_latencies(path):
 
 
 SAMPLER_COST = re.compile(
-    r"lab-sampler: (\d+) ticks in ([\d.]+) s, cpu ([\d.]+) s .*?([\d.]+)% of one CPU")
+    r"lab-sampler: (\d+) ticks in ([\d.]+) s, cpu ([\d.]+) s .*?([\d.]+)% of one CPU"
+    r"(?:, \d+ ticks missed, (\d+) of \d+ cgroups slow(?:, vmstat (slow|fast))?)?")
 
 
 def load_sampler_cost(path, params):
@@ -266,19 +267,60 @@ def load_sampler_cost(path, params):
     exit, with the intervals it ran at (None without the line): that of
     every file, and that of its slow files (cpu.stat, io.stat,
     memory.events/pressure; SAMPLE_SLOW_MS, which runs from before it
-    lack: they read every file at SAMPLE_MS)."""
+    lack: they read every file at SAMPLE_MS), how many cgroups it read
+    wholly at the slow rate (lab-sampler -S) and whether /proc/vmstat too
+    (-V); None from before the sampler said, when it read them all at
+    SAMPLE_MS."""
     if not os.path.exists(path):
         return None
     with open(path) as f:
         found = SAMPLER_COST.findall(f.read())
     if not found:
         return None
-    ticks, wall, cpu, pct = found[-1]
+    ticks, wall, cpu, pct, slow_cgroups, vmstat = found[-1]
     interval = params.get("SAMPLE_MS")
     slow = params.get("SAMPLE_SLOW_MS", interval)
     return {"interval_ms": int(interval) if interval else None,
             "slow_interval_ms": int(slow) if slow else None, "ticks": int(ticks),
-            "wall_s": float(wall), "cpu_s": float(cpu), "cpu_pct_of_one": float(pct)}
+            "wall_s": float(wall), "cpu_s": float(cpu), "cpu_pct_of_one": float(pct),
+            "slow_cgroups": int(slow_cgroups) if slow_cgroups else None,
+            "vmstat_slow": vmstat == "slow" if vmstat else None}
+
+
+def load_sampler_configs(path):
+    """sampler-cost.csv (the sampler-cost scenario: a row per sampler run)
+    per configuration, in file order: runs, CPU as % of one CPU (median,
+    min, max), ms of CPU per tick and rows per tick (medians), and the
+    median % against the first configuration's.  None without the file."""
+    if not os.path.exists(path):
+        return None
+    configs = {}
+    with open(path, newline="") as f:
+        for lineno, r in enumerate(csv.DictReader(f), start=2):
+            try:
+                ticks, wall, cpu = int(r["ticks"]), float(r["wall_s"]), float(r["cpu_s"])
+                rows = int(r["rows"])
+            except (KeyError, TypeError, ValueError):
+                raise RunError(f"{path}:{lineno}: not a sampler-cost row") from None
+            if ticks <= 0 or wall <= 0:
+                raise RunError(f"{path}:{lineno}: no ticks or no time")
+            c = configs.setdefault(r["config"], {"args": r["args"], "pct": [],
+                                                 "ms_per_tick": [], "rows_per_tick": []})
+            c["pct"].append(100 * cpu / wall)
+            c["ms_per_tick"].append(1000 * cpu / ticks)
+            c["rows_per_tick"].append(rows / ticks)
+    if not configs:
+        raise RunError(f"{path}: no rows")
+    out, first = {}, None
+    for name, c in configs.items():
+        pct = percentile(c["pct"], 50)
+        first = pct if first is None else first
+        out[name] = {"args": c["args"], "runs": len(c["pct"]), "cpu_pct_median": pct,
+                     "cpu_pct_min": min(c["pct"]), "cpu_pct_max": max(c["pct"]),
+                     "ms_per_tick_median": percentile(c["ms_per_tick"], 50),
+                     "rows_per_tick_median": percentile(c["rows_per_tick"], 50),
+                     "of_first": pct / first if first else None}
+    return out
 
 
 THROTTLE_REASONS = ["writeback", "congested", "noprogress", "isolated"]
@@ -309,11 +351,18 @@ def load_reclaim_throttle(path, phase):
     return {"by_reason": by_reason, "by_task": by_task}
 
 
-def sampler_intervals(interval, slow):
-    """'100 ms', or '100 ms (slow files 1000 ms)' when they differ."""
+def sampler_intervals(interval, slow, slow_cgroups=None, vmstat_slow=None):
+    """'100 ms', or '100 ms (slow files 1000 ms)' when they differ, and
+    '(slow files, 2 cgroup(s), /proc/vmstat 1000 ms)' with cgroups and
+    /proc/vmstat read wholly at the slow rate."""
     at = f"{interval:.0f} ms" if interval else "an unrecorded interval"
     if slow and slow != interval:
-        at += f" (slow files {slow:.0f} ms)"
+        what = ["slow files"]
+        if slow_cgroups:
+            what.append(f"{slow_cgroups:.0f} cgroup(s)")
+        if vmstat_slow:
+            what.append("/proc/vmstat")
+        at += f" ({', '.join(what)} {slow:.0f} ms)"
     return at
 
 
@@ -381,6 +430,9 @@ def summarise(run_dir):
     throttle = load_reclaim_throttle(os.path.join(run_dir, "reclaim-throttle.csv"), name)
     if throttle is not None:
         summary["reclaim_throttle"] = throttle
+    configs = load_sampler_configs(os.path.join(run_dir, "sampler-cost.csv"))
+    if configs is not None:
+        summary["sampler_configs"] = configs
     return summary
 
 
@@ -426,6 +478,17 @@ def format_summary(s):
     if "sampler" in s:
         c = s["sampler"]
         lines.append(f"sampler cost: {c['cpu_pct_of_one']:.2f}% of one CPU at "
-                     f"{sampler_intervals(c['interval_ms'], c.get('slow_interval_ms'))}"
+                     f"{sampler_intervals(c['interval_ms'], c.get('slow_interval_ms'), c.get('slow_cgroups'), c.get('vmstat_slow'))}"
                      f" ({c['ticks']} ticks, {c['cpu_s']:.2f} s in {c['wall_s']:.0f} s)")
+    if "sampler_configs" in s:
+        configs = s["sampler_configs"]
+        first = next(iter(configs))
+        lines.append(f"sampler cost per configuration (sampler-cost.csv; CPU % of one CPU, "
+                     f"median over runs; x = against {first}):")
+        for name, c in configs.items():
+            x = "n/a" if c["of_first"] is None else f"{c['of_first']:.2f}"
+            lines.append(f"  {name:14s} {c['cpu_pct_median']:6.2f}% (min {c['cpu_pct_min']:.2f},"
+                         f" max {c['cpu_pct_max']:.2f}, {c['runs']} runs) x {x:>5s}  "
+                         f"{c['ms_per_tick_median']:.2f} ms/tick "
+                         f"{c['rows_per_tick_median']:.0f} rows/tick  [{c['args']}]")
     return "\n".join(lines)

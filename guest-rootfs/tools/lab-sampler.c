@@ -5,7 +5,7 @@
  * fixed rate into one long-format CSV: time_s,cgroup,key,value.
  *
  *   lab-sampler [-i interval_ms] [-s slow_interval_ms] [-o out.csv]
- *               [-r cgroup_root] cgroup...
+ *               [-r cgroup_root] [-V] [-S slow_cgroup]... cgroup...
  *
  * /proc/vmstat, memory.stat and memory.current are read every interval_ms
  * (default 1000).  cpu.stat, io.stat, memory.events and memory.pressure,
@@ -16,6 +16,11 @@
  * SIGINT/SIGTERM if the last one skipped the slow files, so a delta of a
  * slow file over the whole run is exact; in between, a slow key has rows
  * only on ticks due at a multiple of slow_interval_ms from the start.
+ * A cgroup given with -S (repeatable) has every file read only on the slow
+ * ticks, and so has /proc/vmstat with -V: their rows feed phase deltas,
+ * for which the slow rate serves, and under TCG one read of /proc/vmstat
+ * costs the guest about 1 ms, as much as all the leaves' files together
+ * (the sampler-cost scenario).
  * Ticks stay on the start + n * interval_ms grid: one that comes due while
  * the previous one ran late is skipped, and counted at exit.
  *
@@ -75,12 +80,16 @@ struct sampled_cgroup {
 	char dir[PATH_MAX];
 	ino_t ino;
 	int fd[NR_CGROUP_FILES];
+	bool slow;			/* -S: every file on slow ticks only */
 	bool missing_reported;
 };
 
 /*
- * One tick's rows, written with one write(): formatting a row is a
- * copy, not an fprintf() of the time.
+ * Rows waiting to be written: formatting a row is a copy, not an
+ * fprintf() of the time.  They are written with one write() on every tick
+ * that reads the slow files, and when more than half the buffer is used:
+ * the run's folder is a 9p share, where a write per tick at 10 Hz is a
+ * round trip to the host per tick.  Stopping writes what is left.
  */
 struct tick_buf {
 	char data[1 << 20];
@@ -93,6 +102,7 @@ struct tick_buf {
 static volatile sig_atomic_t stop;
 static struct sampled_cgroup cgroups[MAX_CGROUPS];
 static int nr_cgroups;
+static bool vmstat_slow;		/* -V */
 static struct tick_buf tb;
 static char buf[1 << 16];
 
@@ -193,6 +203,10 @@ static void report_cpu(unsigned long ticks, unsigned long missed, double start_s
 {
 	double wall = now_s() - start_s, cpu;
 	struct rusage ru;
+	int i, slow = 0;
+
+	for (i = 0; i < nr_cgroups; i++)
+		slow += cgroups[i].slow;
 
 	if (getrusage(RUSAGE_SELF, &ru)) {
 		fprintf(stderr, "lab-sampler: getrusage: %s\n", strerror(errno));
@@ -201,11 +215,12 @@ static void report_cpu(unsigned long ticks, unsigned long missed, double start_s
 	cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 	      ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 	fprintf(stderr,
-		"lab-sampler: %lu ticks in %.1f s, cpu %.3f s (user %.3f, system %.3f), %.2f%% of one CPU, %lu ticks missed\n",
+		"lab-sampler: %lu ticks in %.1f s, cpu %.3f s (user %.3f, system %.3f), %.2f%% of one CPU, %lu ticks missed, %d of %d cgroups slow, vmstat %s\n",
 		ticks, wall, cpu,
 		ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
 		ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
-		wall > 0 ? 100.0 * cpu / wall : 0.0, missed);
+		wall > 0 ? 100.0 * cpu / wall : 0.0, missed, slow, nr_cgroups,
+		vmstat_slow ? "slow" : "fast");
 }
 
 static void timespec_add_ms(struct timespec *ts, long ms)
@@ -228,6 +243,8 @@ static void sample_cgroup(struct sampled_cgroup *cg, double t, bool all)
 	struct stat st;
 	size_t i;
 
+	if (cg->slow && !all)
+		return;
 	if (stat(cg->dir, &st) != 0) {
 		if (!cg->missing_reported)
 			fprintf(stderr, "lab-sampler: %s: %s (skipped while absent)\n",
@@ -263,38 +280,60 @@ static void sample_cgroup(struct sampled_cgroup *cg, double t, bool all)
 }
 
 /*
- * One tick at time t: /proc/vmstat, then every cgroup (its slow files only
- * if all), written at once.  0, or -1 once the error is reported.
+ * One tick at time t: /proc/vmstat (with -V only if all), then every
+ * cgroup (its slow files, and -S cgroups, only if all); written with the ticks before it if all or the buffer is past
+ * half full.  0, or -1 once the error is reported.
  */
 static int sample_tick(int vmstat, int out, const char *outpath, double t,
 		       bool all)
 {
 	int i;
 
-	set_prefix(&tb, t, "-");
-	if (pread_small_file(vmstat, buf, sizeof(buf)) < 0) {
-		fprintf(stderr, "lab-sampler: /proc/vmstat: %s\n", strerror(errno));
-		return -1;
+	if (all || !vmstat_slow) {
+		set_prefix(&tb, t, "-");
+		if (pread_small_file(vmstat, buf, sizeof(buf)) < 0) {
+			fprintf(stderr, "lab-sampler: /proc/vmstat: %s\n", strerror(errno));
+			return -1;
+		}
+		lab_parse_keyed(buf, "vmstat", emit_row, &tb);
 	}
-	lab_parse_keyed(buf, "vmstat", emit_row, &tb);
 	for (i = 0; i < nr_cgroups; i++)
 		sample_cgroup(&cgroups[i], t, all);
 	if (tb.overflow) {
 		fprintf(stderr, "lab-sampler: one tick's rows exceed %zu bytes\n",
-			sizeof(tb.data));
+			sizeof(tb.data) / 2);
 		return -1;
 	}
-	if (tick_write(out, &tb)) {
+	if ((all || tb.len > sizeof(tb.data) / 2) && tick_write(out, &tb)) {
 		fprintf(stderr, "lab-sampler: %s: %s\n", outpath, strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
+/* Queues a cgroup argument; its directory is set once -r is known. */
+static void add_cgroup(const char *arg, bool slow)
+{
+	struct sampled_cgroup *cg = &cgroups[nr_cgroups];
+	size_t f;
+
+	if (nr_cgroups == MAX_CGROUPS) {
+		fprintf(stderr, "lab-sampler: at most %d cgroups\n", MAX_CGROUPS);
+		exit(2);
+	}
+	while (*arg == '/')
+		arg++;
+	cg->name = *arg ? arg : "/";
+	cg->slow = slow;
+	for (f = 0; f < NR_CGROUP_FILES; f++)
+		cg->fd[f] = -1;
+	nr_cgroups++;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: lab-sampler [-i interval_ms] [-s slow_interval_ms] [-o out.csv] [-r cgroup_root] cgroup...\n");
+		"usage: lab-sampler [-i interval_ms] [-s slow_interval_ms] [-o out.csv] [-r cgroup_root] [-V] [-S slow_cgroup]... cgroup...\n");
 	exit(2);
 }
 
@@ -309,10 +348,9 @@ int main(int argc, char **argv)
 	int opt, i, out = STDOUT_FILENO, vmstat;
 	bool partial = false;
 	double start_s, t = 0;
-	size_t f;
 	char *end;
 
-	while ((opt = getopt(argc, argv, "i:o:r:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "i:o:r:s:S:V")) != -1) {
 		switch (opt) {
 		case 'i':
 			interval_ms = strtol(optarg, &end, 10);
@@ -332,6 +370,12 @@ int main(int argc, char **argv)
 		case 'r':
 			root = optarg;
 			break;
+		case 'S':
+			add_cgroup(optarg, true);
+			break;
+		case 'V':
+			vmstat_slow = true;
+			break;
 		default:
 			usage();
 		}
@@ -345,22 +389,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	slow_every = slow_ms / interval_ms;
-	if (argc - optind > MAX_CGROUPS) {
-		fprintf(stderr, "lab-sampler: at most %d cgroups\n", MAX_CGROUPS);
-		return 2;
-	}
-	for (i = optind; i < argc; i++, nr_cgroups++) {
-		struct sampled_cgroup *cg = &cgroups[nr_cgroups];
-		const char *rel = argv[i];
+	for (i = optind; i < argc; i++)
+		add_cgroup(argv[i], false);
+	for (i = 0; i < nr_cgroups; i++) {
+		struct sampled_cgroup *cg = &cgroups[i];
+		const char *rel = strcmp(cg->name, "/") ? cg->name : "";
 
-		while (*rel == '/')
-			rel++;
-		cg->name = *rel ? rel : "/";
-		for (f = 0; f < NR_CGROUP_FILES; f++)
-			cg->fd[f] = -1;
 		if (snprintf(cg->dir, sizeof(cg->dir), "%s/%s", root, rel) >=
 		    (int)sizeof(cg->dir)) {
-			fprintf(stderr, "lab-sampler: cgroup path too long: %s\n", argv[i]);
+			fprintf(stderr, "lab-sampler: cgroup path too long: %s\n", cg->name);
 			return 2;
 		}
 	}

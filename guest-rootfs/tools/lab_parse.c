@@ -31,35 +31,78 @@ static bool is_number(const char *s)
 	return digits;
 }
 
-static int parse_line(char *line, const char *prefix, lab_row_fn fn, void *arg)
+/*
+ * Splits off the next blank-separated word at *pos: NUL-terminates it and
+ * returns it, or NULL at the end of the line.  A scan, not strtok_r(): it
+ * runs for every value the sampler reads.
+ */
+static char *next_word(char **pos)
 {
-	char key[MAX_KEY], *save = NULL, *first, *tok, *eq;
+	char *s = *pos, *word;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (!*s) {
+		*pos = s;
+		return NULL;
+	}
+	word = s;
+	while (*s && *s != ' ' && *s != '\t')
+		s++;
+	if (*s)
+		*s++ = '\0';
+	*pos = s;
+	return word;
+}
+
+/* key[0..*len) gets ".word"; false if that would not fit in MAX_KEY. */
+static bool key_append(char *key, size_t *len, const char *word)
+{
+	size_t n = strlen(word);
+
+	if (*len + 1 + n >= MAX_KEY)
+		return false;
+	key[(*len)++] = '.';
+	memcpy(key + *len, word, n + 1);
+	*len += n;
+	return true;
+}
+
+/* key holds the prefix, prefix_len long, and is the rows' key buffer. */
+static int parse_line(char *line, char *key, size_t prefix_len,
+		      lab_row_fn fn, void *arg)
+{
+	char *pos = line, *first, *tok, *eq;
+	size_t len = prefix_len, first_len;
 	int emitted = 0;
 
-	first = strtok_r(line, " \t", &save);
+	first = next_word(&pos);
 	if (!first)
 		return 0;
-	tok = strtok_r(NULL, " \t", &save);
+	tok = next_word(&pos);
+	key[prefix_len] = '\0';
 	if (!tok) {
 		if (!is_number(first))
 			return -1;
-		fn(arg, prefix, first);
+		fn(arg, key, first);
 		return 0;
 	}
+	if (!key_append(key, &len, first))
+		return -1;
 	if (!strchr(tok, '=')) {
-		if (strtok_r(NULL, " \t", &save) || !is_number(tok))
-			return -1;
-		if (snprintf(key, sizeof(key), "%s.%s", prefix, first) >= MAX_KEY)
+		if (next_word(&pos) || !is_number(tok))
 			return -1;
 		fn(arg, key, tok);
 		return 0;
 	}
-	for (; tok; tok = strtok_r(NULL, " \t", &save)) {
+	first_len = len;
+	for (; tok; tok = next_word(&pos)) {
 		eq = strchr(tok, '=');
 		if (!eq || !is_number(eq + 1))
 			return -1;
 		*eq = '\0';
-		if (snprintf(key, sizeof(key), "%s.%s.%s", prefix, first, tok) >= MAX_KEY)
+		len = first_len;
+		if (!key_append(key, &len, tok))
 			return -1;
 		fn(arg, key, eq + 1);
 		emitted++;
@@ -69,13 +112,22 @@ static int parse_line(char *line, const char *prefix, lab_row_fn fn, void *arg)
 
 int lab_parse_keyed(char *buf, const char *prefix, lab_row_fn fn, void *arg)
 {
-	char *line, *save = NULL;
+	size_t prefix_len = strlen(prefix);
+	char key[MAX_KEY], *line, *nl;
 	int bad = 0;
 
-	for (line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save))
-		if (parse_line(line, prefix, fn, arg) < 0)
+	if (prefix_len >= MAX_KEY)
+		return -1;
+	memcpy(key, prefix, prefix_len);
+	for (line = buf; *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		if (parse_line(line, key, prefix_len, fn, arg) < 0)
 			bad++;
+		if (!nl)
+			break;
+	}
 	return bad;
 }
 

@@ -13,7 +13,8 @@ typedef void (*lab_row_fn)(void *arg, const char *key, const char *value);
  *   "253:16 rbytes=1 wbytes=2"       -> prefix.253:16.rbytes, ...
  *   "4096" (single value)            -> prefix = 4096        (memory.current)
  * buf is modified.  Returns the number of lines that fit none of these
- * shapes (they are skipped), so a caller can report a format change.
+ * shapes (they are skipped), so a caller can report a format change, or -1
+ * if prefix is too long for a key.
  */
 int lab_parse_keyed(char *buf, const char *prefix, lab_row_fn fn, void *arg);
 

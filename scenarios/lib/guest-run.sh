@@ -262,9 +262,16 @@ list_members() {
 	find "$CGROOT/$SLICE" -mindepth 1 -maxdepth 1 -type d | sort
 }
 
+# start_sampler PARENT LEAF...: /proc/vmstat, the root and PARENT at
+# SAMPLE_SLOW_MS (their rows feed phase deltas and the parent's rate
+# line), the leaves' memory.stat and memory.current at SAMPLE_MS: the
+# time series the plots draw.  The sampler-cost scenario measured why:
+# under TCG /proc/vmstat alone at 10 Hz costs the guest 1.1% of a CPU.
 start_sampler() {
+	local parent=$1
+	shift
 	lab-sampler -i "$SAMPLE_MS" -s "$SAMPLE_SLOW_MS" -r "$CGROOT" \
-		-o "$OUT/samples.csv" "$@" 2>>"$OUT/sampler.log" &
+		-o "$OUT/samples.csv" -V -S / -S "$parent" "$@" 2>>"$OUT/sampler.log" &
 	SAMPLER_PID=$!
 }
 
@@ -458,14 +465,22 @@ stop_attribution() {
 run_neighbour_phase() {
 	local watch=$1
 	shift
+	start_neighbour_phase "$@"
+	finish_neighbour_phase "$watch"
+}
+
+start_neighbour_phase() {
 	phase_begin neighbour
 	start_attribution
 	run_in_scope neighbour "$@" -- env READ_FILE=/mnt/fast/read.dat \
 		READ_FILE_MB="$READ_FILE_MB" NEIGHBOUR_S="$NEIGHBOUR_S" \
 		"$LAB/lib/neighbour.sh" "$OUT" "$PROBE_MB" "$PROBE_INTERVAL_MS" "$NEIGHBOUR_S"
 	list_members >"$OUT/cgroups-seen.txt"
+}
+
+finish_neighbour_phase() {
 	while scope_running neighbour; do
-		heartbeat "$watch"
+		heartbeat "$1"
 		sleep 5
 	done
 	wait "${SCOPE_PID[neighbour]}" || die "neighbour failed"
@@ -506,13 +521,98 @@ shape_dirty_neighbour() {
 	prepare_disks 1
 	[ -n "${PARENT_MAX_MB:-}" ] && set_parent_limit "$PARENT_MAX_MB"
 	[ -n "${DIRTIER_MAX_MB:-}" ] && dirtier_props=(MemoryMax="${DIRTIER_MAX_MB}M")
-	start_sampler / "$SLICE" "$cg" "$(cg_of neighbour)"
+	start_sampler "$SLICE" "$cg" "$(cg_of neighbour)"
 	start_dirtier dirtier /mnt/stick/dirty-1.dat "${DIRTIER_JOB:-dirtier.fio}" \
 		"${dirtier_props[@]}"
 	ramp_until_writeback "$cg"
 	run_neighbour_phase "$cg"
 	stop_scope dirtier
 	stop_sampler
+}
+
+# dirty-neighbour's load, and in its neighbour phase lab-sampler's own
+# cost per configuration (sampler-cost.csv, see measure_sampler_configs).
+shape_sampler_cost() {
+	local cg nb
+	cg=$(cg_of dirtier)
+	nb=$(cg_of neighbour)
+	prepare_disks 1
+	set_parent_limit "$PARENT_MAX_MB"
+	start_sampler "$SLICE" "$cg" "$nb"
+	start_dirtier dirtier /mnt/stick/dirty-1.dat
+	ramp_until_writeback "$cg"
+	start_neighbour_phase
+	measure_sampler_configs "$SLICE" "$cg" "$nb"
+	finish_neighbour_phase "$cg"
+	stop_scope dirtier
+	stop_sampler
+}
+
+# lab-sampler run SAMPLER_COST_ROUNDS times in each configuration of
+# SAMPLER_COST_CONFIGS, SAMPLER_COST_S seconds each, on the cgroups the
+# run's own sampler reads (PARENT, then leaves), the order rotated every
+# round so that drift in the load is shared out.  A row per run in
+# sampler-cost.csv, from the sampler's exit line.  Each writes its rows
+# where the run's sampler does (writing them is part of the cost); only
+# their count is kept.
+#   all-fast      every file of every cgroup at SAMPLER_COST_MS
+#   slow-files    cpu.stat, io.stat, memory.events/pressure at SAMPLER_COST_SLOW_MS
+#   slow-parents  slow-files, and the root and PARENT wholly at SAMPLER_COST_SLOW_MS
+#   slow-parents-tmpfs  slow-parents writing to /run (tmpfs), not the 9p share
+#   slow-vmstat   slow-parents, and /proc/vmstat at SAMPLER_COST_SLOW_MS
+#                 (what start_sampler does)
+#   vmstat-only   /proc/vmstat alone at SAMPLER_COST_MS
+#   all-slow      every file of every cgroup at SAMPLER_COST_SLOW_MS
+measure_sampler_configs() {
+	local parent=$1 configs=() n round i cfg pid log csv dir rows args=() cgs=()
+	local re='^lab-sampler: ([0-9]+) ticks in ([0-9.]+) s, cpu ([0-9.]+) s \(user ([0-9.]+), system ([0-9.]+)\), [0-9.]+% of one CPU, ([0-9]+) ticks missed'
+	shift
+	read -ra configs <<<"$SAMPLER_COST_CONFIGS"
+	n=${#configs[@]}
+	[ "$n" -gt 0 ] || die "SAMPLER_COST_CONFIGS is empty"
+	echo "round,config,args,rows,ticks,wall_s,cpu_s,user_s,system_s,missed" \
+		>"$OUT/sampler-cost.csv"
+	for round in $(seq "$SAMPLER_COST_ROUNDS"); do
+		for i in $(seq 0 $((n - 1))); do
+			cfg=${configs[$(((i + round - 1) % n))]}
+			cgs=(/ "$parent" "$@")
+			dir=$OUT
+			case $cfg in
+			all-fast) args=(-i "$SAMPLER_COST_MS") ;;
+			slow-files) args=(-i "$SAMPLER_COST_MS" -s "$SAMPLER_COST_SLOW_MS") ;;
+			slow-parents | slow-parents-tmpfs)
+				args=(-i "$SAMPLER_COST_MS" -s "$SAMPLER_COST_SLOW_MS" -S / -S "$parent")
+				cgs=("$@")
+				[ "$cfg" = slow-parents ] || dir=/run
+				;;
+			slow-vmstat)
+				args=(-i "$SAMPLER_COST_MS" -s "$SAMPLER_COST_SLOW_MS" -V -S / -S "$parent")
+				cgs=("$@")
+				;;
+			vmstat-only)
+				args=(-i "$SAMPLER_COST_MS")
+				cgs=()
+				;;
+			all-slow) args=(-i "$SAMPLER_COST_SLOW_MS") ;;
+			*) die "unknown sampler configuration '$cfg' in SAMPLER_COST_CONFIGS (all-fast slow-files slow-parents slow-parents-tmpfs slow-vmstat vmstat-only all-slow)" ;;
+			esac
+			say "sampler cost: round $round of $SAMPLER_COST_ROUNDS, $cfg (${args[*]}), ${SAMPLER_COST_S} s"
+			csv=$dir/sampler-cost-$round-$cfg.csv
+			log=$OUT/sampler-cost-$round-$cfg.log
+			lab-sampler "${args[@]}" -r "$CGROOT" -o "$csv" "${cgs[@]}" 2>"$log" &
+			pid=$!
+			sleep "$SAMPLER_COST_S"
+			kill -TERM "$pid"
+			wait "$pid" || die "lab-sampler ($cfg) failed: $(tail -n 3 "$log")"
+			rows=$(($(wc -l <"$csv") - 1))
+			rm -f "$csv"
+			[[ $(tail -n 1 "$log") =~ $re ]] || die "$log: no exit line"
+			echo "$round,$cfg,${args[*]},$rows,$(IFS=,; echo "${BASH_REMATCH[*]:1}")" \
+				>>"$OUT/sampler-cost.csv"
+			cat "$log" >>"$OUT/sampler-cost.log"
+			rm -f "$log"
+		done
+	done
 }
 
 # NR_DIRTIERS dirtiers in their own scopes (dirtier-1 ...) and one
@@ -525,7 +625,7 @@ shape_dirty_many() {
 	done
 	prepare_disks "$NR_DIRTIERS"
 	set_parent_limit "$PARENT_MAX_MB"
-	start_sampler / "$SLICE" "${cgs[@]}" "$(cg_of neighbour)"
+	start_sampler "$SLICE" "${cgs[@]}" "$(cg_of neighbour)"
 	for i in $(seq "$NR_DIRTIERS"); do
 		start_dirtier "dirtier-$i" "/mnt/stick/dirty-$i.dat"
 	done
@@ -547,7 +647,7 @@ shape_proactive() {
 	cg=$(cg_of dirtier)
 	prepare_disks 1
 	set_parent_limit "$PARENT_MAX_MB"
-	start_sampler / "$SLICE" "$cg"
+	start_sampler "$SLICE" "$cg"
 	start_dirtier dirtier /mnt/stick/dirty-1.dat
 	ramp_until_writeback "$cg"
 	phase_begin reclaim
@@ -644,7 +744,7 @@ shape_writeback_cp() {
 	lab-alloc -s 1 -o "$OUT/alloc-header.csv" >/dev/null ||
 		die "lab-alloc -s 1 failed"
 	echo "iteration,$(head -n 1 "$OUT/alloc-header.csv"),$(echo "$WRITEBACK_CP_KEYS" | tr -s ' \n' ',' | sed 's/,$//')" >"$OUT/writeback-cp.csv"
-	start_sampler / "$SLICE" "${cgs[@]}"
+	start_sampler "$SLICE" "${cgs[@]}"
 	for i in $(seq "$ITERATIONS"); do
 		drop_caches
 		wait_dirty_below "$CLEAN_PAGES"
@@ -703,7 +803,7 @@ shape_invariants() {
 	for t in park activate immediate toggle rmdir fadvise-dontneed compact_memory mlock truncate; do
 		cgs+=("$rel/$t")
 	done
-	start_sampler / "$rel" "${cgs[@]}"
+	start_sampler "$rel" "${cgs[@]}"
 	phase_begin tests
 	# Some steps (compact_memory behind the slow disk) print nothing for
 	# minutes: a heartbeat keeps the host's hang detector quiet.
@@ -864,7 +964,7 @@ shape_stress() {
 	echo "$THP" >/sys/kernel/mm/transparent_hugepage/enabled ||
 		die "cannot set THP $THP"
 	set_parent_limit "$PARENT_MAX_MB"
-	start_sampler / "$SLICE" "${cgs[@]}" "$(cg_of neighbour)"
+	start_sampler "$SLICE" "${cgs[@]}" "$(cg_of neighbour)"
 	stranded0=$(awk '$1 == "pgimmediate_stranded" {print $2}' /proc/vmstat)
 	for i in $(seq "$NR_DIRTIERS"); do
 		start_dirtier "dirtier-$i" "/mnt/stick/dirty-$i.dat"

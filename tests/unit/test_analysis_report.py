@@ -137,11 +137,12 @@ def test_report_lists_excluded_runs(results):
     assert "1 run(s) excluded" in open(os.path.join(out, "cover-letter.txt")).read()
 
 
-def give_sampler_cost(results, run, params, pct):
+def give_sampler_cost(results, run, params, pct, tail=""):
     with open(results / run / "params-resolved.env", "a") as f:
         f.write(params)
     (results / run / "sampler.log").write_text(
-        f"lab-sampler: 900 ticks in 90.0 s, cpu 0.5 s (user 0.1, system 0.4), {pct}% of one CPU\n")
+        f"lab-sampler: 900 ticks in 90.0 s, cpu 0.5 s (user 0.1, system 0.4), {pct}% of one CPU"
+        f"{tail}\n")
 
 
 def test_report_states_the_sampler_cost_per_interval(results):
@@ -165,6 +166,22 @@ def test_report_states_the_sampler_cost_per_pair_of_intervals(results):
     assert ("- sampler cost at 100 ms (slow files 1000 ms): median 0.40%, max 0.50% of one CPU"
             " (2 run(s))") in md
     assert ds.runs.set_index("run").loc[VANILLA + ".2", "sampler_slow_interval_ms"] == 1000
+
+
+def test_report_keeps_runs_with_slow_cgroups_apart(results):
+    # Runs from before -S read every cgroup at SAMPLE_MS: another row.
+    for run, tail, pct in ((VANILLA, "", 0.9),
+                           (VANILLA + ".2", ", 0 ticks missed, 2 of 4 cgroups slow, vmstat fast", 0.3),
+                           (VANILLA + ".3", ", 0 ticks missed, 2 of 4 cgroups slow, vmstat slow", 0.1)):
+        give_sampler_cost(results, run, "SAMPLE_MS=100\nSAMPLE_SLOW_MS=1000\n", pct, tail)
+    out, ds = report.build(str(results), "vanilla", stamp="x")
+    md = open(os.path.join(out, "report.md")).read()
+    assert ("- sampler cost at 100 ms (slow files 1000 ms): median 0.90%, max 0.90% of one CPU"
+            " (1 run(s))") in md
+    assert ("- sampler cost at 100 ms (slow files, 2 cgroup(s) 1000 ms): median 0.30%,"
+            " max 0.30% of one CPU (1 run(s))") in md
+    assert ("- sampler cost at 100 ms (slow files, 2 cgroup(s), /proc/vmstat 1000 ms):"
+            " median 0.10%, max 0.10% of one CPU (1 run(s))") in md
 
 
 def test_missing_baseline_falls_back_with_a_note(results):

@@ -210,7 +210,8 @@ def test_sampler_cost_is_read_from_its_exit_line(tmp_path):
     s = run.summarise(tmp_path)
     # a run from before SAMPLE_SLOW_MS read every file at SAMPLE_MS
     assert s["sampler"] == {"interval_ms": 100, "slow_interval_ms": 100, "ticks": 1200,
-                            "wall_s": 120.4, "cpu_s": 0.95, "cpu_pct_of_one": 0.79}
+                            "wall_s": 120.4, "cpu_s": 0.95, "cpu_pct_of_one": 0.79,
+                            "slow_cgroups": None, "vmstat_slow": None}
     assert "sampler cost: 0.79% of one CPU at 100 ms (1200 ticks" in run.format_summary(s)
 
 
@@ -224,6 +225,18 @@ def test_sampler_cost_names_the_slow_files_interval(tmp_path):
     assert (s["sampler"]["interval_ms"], s["sampler"]["slow_interval_ms"]) == (100, 1000)
     assert ("sampler cost: 0.25% of one CPU at 100 ms (slow files 1000 ms)"
             in run.format_summary(s))
+
+
+def test_sampler_cost_names_the_cgroups_read_at_the_slow_rate(tmp_path):
+    write_run(tmp_path, dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 90, 10, 90),
+              [("neighbour", 10, 11)], params="SAMPLE_MS=100\nSAMPLE_SLOW_MS=1000\n")
+    (tmp_path / "sampler.log").write_text(
+        "lab-sampler: 1200 ticks in 120.4 s, cpu 0.300 s (user 0.100, system 0.200),"
+        " 0.25% of one CPU, 3 ticks missed, 2 of 4 cgroups slow, vmstat slow\n")
+    s = run.summarise(tmp_path)
+    assert (s["sampler"]["slow_cgroups"], s["sampler"]["vmstat_slow"]) == (2, True)
+    assert ("sampler cost: 0.25% of one CPU at 100 ms (slow files, 2 cgroup(s), /proc/vmstat"
+            " 1000 ms)" in run.format_summary(s))
 
 
 def test_no_sampler_line_means_no_cost(tmp_path):
@@ -261,3 +274,42 @@ def test_reclaim_throttle_without_sleeps_or_without_the_trigger(tmp_path):
     assert "reclaim_throttle() sleeps in the phase: none" in run.format_summary(s)
     (tmp_path / "reclaim-throttle.csv").write_text("not available: cannot set a hist trigger\n")
     assert "not available on this kernel" in run.format_summary(run.summarise(tmp_path))
+
+
+SAMPLER_COST_HEADER = "round,config,args,rows,ticks,wall_s,cpu_s,user_s,system_s,missed\n"
+
+
+def test_sampler_configs_are_summarised_against_the_first(tmp_path):
+    write_run(tmp_path, dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 90, 10, 90),
+              [("neighbour", 10, 11)])
+    (tmp_path / "sampler-cost.csv").write_text(
+        SAMPLER_COST_HEADER
+        + "1,all-fast,-i 100,30000,300,30.0,1.2,0.5,0.7,0\n"
+        + "1,all-slow,-i 1000,3000,30,30.0,0.15,0.05,0.1,0\n"
+        + "2,all-slow,-i 1000,3000,30,30.0,0.09,0.04,0.05,0\n"
+        + "2,all-fast,-i 100,30000,300,30.0,0.6,0.2,0.4,1\n")
+    s = run.summarise(tmp_path)
+    fast, slow = s["sampler_configs"]["all-fast"], s["sampler_configs"]["all-slow"]
+    assert list(s["sampler_configs"]) == ["all-fast", "all-slow"]
+    # % of one CPU: 4 and 2 -> median 3; 0.5 and 0.3 -> 0.4
+    assert fast["runs"] == 2 and fast["cpu_pct_median"] == pytest.approx(3.0)
+    assert (fast["cpu_pct_min"], fast["cpu_pct_max"]) == (pytest.approx(2.0), pytest.approx(4.0))
+    assert fast["ms_per_tick_median"] == pytest.approx(3.0)
+    assert fast["rows_per_tick_median"] == pytest.approx(100)
+    assert slow["cpu_pct_median"] == pytest.approx(0.4)
+    assert slow["of_first"] == pytest.approx(0.4 / 3.0)
+    text = run.format_summary(s)
+    assert "x = against all-fast" in text
+    assert "all-slow" in text and "x  0.13" in text and "[-i 1000]" in text
+
+
+@pytest.mark.parametrize("body, why", [
+    ("", "no rows"),
+    ("1,all-fast,-i 100,x,300,30.0,1.2,0.5,0.7,0\n", ":2: not a sampler-cost row"),
+    ("1,all-fast,-i 100,10,0,30.0,1.2,0.5,0.7,0\n", ":2: no ticks or no time"),
+])
+def test_a_broken_sampler_cost_file_is_an_error(tmp_path, body, why):
+    write_run(tmp_path, dirtier_lru(10, 90, 10, 90), [("neighbour", 10, 11)])
+    (tmp_path / "sampler-cost.csv").write_text(SAMPLER_COST_HEADER + body)
+    with pytest.raises(run.RunError, match=why):
+        run.summarise(tmp_path)

@@ -283,6 +283,88 @@ def test_a_slow_counter_spans_the_whole_run(tmp_path):
     assert current[0] == "123456" and current[-1] == "654321"
 
 
+def test_a_slow_cgroup_is_read_only_on_slow_ticks(tmp_path):
+    # -S p: all of p's files (memory.stat too) on the slow ticks, given
+    # before or after -r; the leaf's fast files still every tick.
+    make_cgroup(tmp_path, "p")
+    make_cgroup(tmp_path, "p/leaf")
+    rc, out, err = run_sampler_for_ticks(
+        tmp_path, ["-S", "/p", "-i", "50", "-s", "200", "-r", str(tmp_path), "p/leaf"], 9)
+    assert rc == 0, err
+    ticks = ticks_in_order(out)
+    assert len(ticks) >= 9
+    with_parent = [n for n, (_, keys) in enumerate(ticks) if any(cg == "p" for cg, _ in keys)]
+    with_slow = [n for n, (_, keys) in enumerate(ticks) if slow_keys(keys)]
+    assert with_parent == with_slow
+    assert with_parent[0] == 0 and with_parent[-1] == len(ticks) - 1
+    assert len(with_parent) < len(ticks)
+    parent_keys = {k for cg, k in ticks[0][1] if cg == "p"}
+    assert {"memory.stat.anon", "memory.current", "cpu.stat.usage_usec"} <= parent_keys
+    for _, keys in ticks:
+        assert ("p/leaf", "memory.stat.anon") in keys
+
+
+def test_v_reads_vmstat_only_on_slow_ticks(tmp_path):
+    out = tmp_path / "samples.csv"
+    args = ["-V", "-i", "50", "-s", "200", "-o", str(out)] + sampled_tree(tmp_path)
+    p = subprocess.Popen([SAMPLER] + args, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=5)
+    assert p.returncode == 0, err
+    table = rows(out.read_text())[1:]
+    leaf = sorted({float(r[0]) for r in table if r[1:3] == ["a", "memory.stat.anon"]})
+    vmstat = sorted({float(r[0]) for r in table if r[2] == "vmstat.nr_free_pages"})
+    slow = sorted({float(r[0]) for r in table if r[2] == "cpu.stat.usage_usec"})
+    assert len(leaf) >= 8
+    assert vmstat == slow and set(vmstat) < set(leaf)
+    assert vmstat[0] == leaf[0] and vmstat[-1] == leaf[-1]
+    assert "vmstat slow" in err
+
+
+def test_rows_are_written_on_the_slow_ticks_and_at_stop(tmp_path):
+    # Between slow ticks rows wait in the buffer (one write per slow tick
+    # to the run's 9p folder); stopping writes every one of them.
+    out = tmp_path / "samples.csv"
+    args = ["-i", "50", "-s", "3600000", "-o", str(out)] + sampled_tree(tmp_path)
+    p = subprocess.Popen([SAMPLER] + args, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 5
+    while not (out.exists() and "vmstat.nr_free_pages" in out.read_text()):
+        assert time.monotonic() < deadline, "no first tick"
+        time.sleep(0.01)
+    time.sleep(0.4)
+    assert len(ticks_in_order(out.read_text())) == 1
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=5)
+    assert p.returncode == 0, err
+    ticks = ticks_in_order(out.read_text())
+    m = re.search(r"lab-sampler: (\d+) ticks in", err)
+    assert len(ticks) >= 5 and m and int(m.group(1)) == len(ticks)
+
+
+def test_sampler_keeps_the_lines_it_can_parse(tmp_path):
+    # Blank lines, a line of no known shape and a last line without a
+    # newline: the good rows are all written, nothing else.
+    d = make_cgroup(tmp_path, "a")
+    (d / "memory.stat").write_text("anon 1\n\n\nnot a number here\nfile x\n"
+                                   "  inactive_file\t7 \nshmem 3")
+    (d / "memory.pressure").write_text("some avg10=0.50 total=9\nfull avg10 total=1\n")
+    rc, out, err = run_sampler(["-i", "100", "-r", str(tmp_path), "a"])
+    assert rc == 0, err
+    got = {r[2]: r[3] for r in rows(out)[1:] if r[1] == "a"}
+    stat = {k: v for k, v in got.items() if k.startswith("memory.stat.")}
+    assert stat == {"memory.stat.anon": "1", "memory.stat.inactive_file": "7",
+                    "memory.stat.shmem": "3"}
+    pressure = {k: v for k, v in got.items() if k.startswith("memory.pressure.")}
+    assert pressure == {"memory.pressure.some.avg10": "0.50", "memory.pressure.some.total": "9"}
+
+
+def test_sampler_rejects_too_many_cgroups(tmp_path):
+    p = subprocess.run([SAMPLER, "-r", str(tmp_path)] + ["-S", "x"] * 30 + ["y"] * 35,
+                       capture_output=True, text=True, timeout=5)
+    assert p.returncode == 2 and "at most 64 cgroups" in p.stderr
+
+
 @pytest.mark.parametrize("args, why", [
     (["-s", "0"], "(10..3600000)"),
     (["-s", "abc"], "(10..3600000)"),
