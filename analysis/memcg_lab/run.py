@@ -487,7 +487,7 @@ def format_summary(s):
                      f"median over runs; x = against {first}):")
         for name, c in configs.items():
             x = "n/a" if c["of_first"] is None else f"{c['of_first']:.2f}"
-            lines.append(f"  {name:14s} {c['cpu_pct_median']:6.2f}% (min {c['cpu_pct_min']:.2f},"
+            lines.append(f"  {name:18s} {c['cpu_pct_median']:6.2f}% (min {c['cpu_pct_min']:.2f},"
                          f" max {c['cpu_pct_max']:.2f}, {c['runs']} runs) x {x:>5s}  "
                          f"{c['ms_per_tick_median']:.2f} ms/tick "
                          f"{c['rows_per_tick_median']:.0f} rows/tick  [{c['args']}]")

@@ -266,7 +266,7 @@ list_members() {
 # SAMPLE_SLOW_MS (their rows feed phase deltas and the parent's rate
 # line), the leaves' memory.stat and memory.current at SAMPLE_MS: the
 # time series the plots draw.  The sampler-cost scenario measured why:
-# under TCG /proc/vmstat alone at 10 Hz costs the guest 1.1% of a CPU.
+# under TCG /proc/vmstat alone at 10 Hz costs the guest about 1% of a CPU.
 start_sampler() {
 	local parent=$1
 	shift
