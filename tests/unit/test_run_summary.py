@@ -215,28 +215,25 @@ def test_sampler_cost_is_read_from_its_exit_line(tmp_path):
     assert "sampler cost: 0.79% of one CPU at 100 ms (1200 ticks" in run.format_summary(s)
 
 
-def test_sampler_cost_names_the_slow_files_interval(tmp_path):
+@pytest.mark.parametrize("tail, slow_cgroups, vmstat_slow, at", [
+    # before -S and -V the exit line ended at "of one CPU"
+    ("", None, None, "(slow files 1000 ms)"),
+    (", 3 ticks missed, 0 of 4 cgroups slow, vmstat fast", 0, False, "(slow files 1000 ms)"),
+    (", 3 ticks missed, 2 of 4 cgroups slow, vmstat slow", 2, True,
+     "(slow files, 2 cgroup(s), /proc/vmstat 1000 ms)"),
+])
+def test_sampler_cost_names_what_it_read_at_the_slow_rate(tmp_path, tail, slow_cgroups,
+                                                           vmstat_slow, at):
     write_run(tmp_path, dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 90, 10, 90),
               [("neighbour", 10, 11)], params="SAMPLE_MS=100\nSAMPLE_SLOW_MS=1000\n")
     (tmp_path / "sampler.log").write_text(
         "lab-sampler: 1200 ticks in 120.4 s, cpu 0.300 s (user 0.100, system 0.200),"
-        " 0.25% of one CPU\n")
+        f" 0.25% of one CPU{tail}\n")
     s = run.summarise(tmp_path)
     assert (s["sampler"]["interval_ms"], s["sampler"]["slow_interval_ms"]) == (100, 1000)
-    assert ("sampler cost: 0.25% of one CPU at 100 ms (slow files 1000 ms)"
-            in run.format_summary(s))
-
-
-def test_sampler_cost_names_the_cgroups_read_at_the_slow_rate(tmp_path):
-    write_run(tmp_path, dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 90, 10, 90),
-              [("neighbour", 10, 11)], params="SAMPLE_MS=100\nSAMPLE_SLOW_MS=1000\n")
-    (tmp_path / "sampler.log").write_text(
-        "lab-sampler: 1200 ticks in 120.4 s, cpu 0.300 s (user 0.100, system 0.200),"
-        " 0.25% of one CPU, 3 ticks missed, 2 of 4 cgroups slow, vmstat slow\n")
-    s = run.summarise(tmp_path)
-    assert (s["sampler"]["slow_cgroups"], s["sampler"]["vmstat_slow"]) == (2, True)
-    assert ("sampler cost: 0.25% of one CPU at 100 ms (slow files, 2 cgroup(s), /proc/vmstat"
-            " 1000 ms)" in run.format_summary(s))
+    assert (s["sampler"]["slow_cgroups"], s["sampler"]["vmstat_slow"]) == (slow_cgroups,
+                                                                            vmstat_slow)
+    assert f"sampler cost: 0.25% of one CPU at 100 ms {at}" in run.format_summary(s)
 
 
 def test_no_sampler_line_means_no_cost(tmp_path):

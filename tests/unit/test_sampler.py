@@ -260,16 +260,24 @@ def test_the_first_and_the_stop_tick_read_the_slow_files(tmp_path):
     assert ticks[-1][0] > ticks[-2][0]
 
 
-def test_a_slow_counter_spans_the_whole_run(tmp_path):
-    # The slow file changes while the sampler runs: the stop's tick reads
-    # the value at the end, as the fast files' last rows do.
+def start_after_first_tick(tmp_path, args):
+    """Starts the sampler with every file read only on its first and stop
+    ticks (-s far beyond the test) into tmp_path/samples.csv; returns
+    (process, csv path) once the first tick is in the file."""
     csv_path = tmp_path / "samples.csv"
-    args = ["-i", "50", "-s", "3600000", "-o", str(csv_path)] + sampled_tree(tmp_path)
+    args = ["-i", "50", "-s", "3600000", "-o", str(csv_path)] + args
     p = subprocess.Popen([SAMPLER] + args, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 5
     while not (csv_path.exists() and "cpu.stat.usage_usec" in csv_path.read_text()):
         assert time.monotonic() < deadline, "no first tick"
         time.sleep(0.01)
+    return p, csv_path
+
+
+def test_a_slow_counter_spans_the_whole_run(tmp_path):
+    # The slow file changes while the sampler runs: the stop's tick reads
+    # the value at the end, as the fast files' last rows do.
+    p, csv_path = start_after_first_tick(tmp_path, sampled_tree(tmp_path))
     (tmp_path / "a" / "cpu.stat").write_text("usage_usec 99\nuser_usec 70\nsystem_usec 29\n")
     (tmp_path / "a" / "memory.current").write_text("654321\n")
     time.sleep(0.3)
@@ -325,13 +333,7 @@ def test_v_reads_vmstat_only_on_slow_ticks(tmp_path):
 def test_rows_are_written_on_the_slow_ticks_and_at_stop(tmp_path):
     # Between slow ticks rows wait in the buffer (one write per slow tick
     # to the run's 9p folder); stopping writes every one of them.
-    out = tmp_path / "samples.csv"
-    args = ["-i", "50", "-s", "3600000", "-o", str(out)] + sampled_tree(tmp_path)
-    p = subprocess.Popen([SAMPLER] + args, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 5
-    while not (out.exists() and "vmstat.nr_free_pages" in out.read_text()):
-        assert time.monotonic() < deadline, "no first tick"
-        time.sleep(0.01)
+    p, out = start_after_first_tick(tmp_path, sampled_tree(tmp_path))
     time.sleep(0.4)
     assert len(ticks_in_order(out.read_text())) == 1
     p.send_signal(signal.SIGTERM)
