@@ -6,6 +6,8 @@
     qmp.py pcs SOCKET SYSTEM_MAP SAMPLES MS  sample every vCPU's program
                                              counter SAMPLES times, MS apart
     qmp.py nmi SOCKET                        inject an NMI into every vCPU
+    qmp.py reset SOCKET                      reset the machine (-no-reboot:
+                                             QEMU exits); for tests
 
 throttle: the "USB stick" boots unthrottled and the guest asks for the
 throttle only while it measures: laying out files at full speed first and
@@ -137,9 +139,9 @@ def print_pcs(seen, samples):
 
 
 def main(argv):
-    usage = "\n".join(__doc__.splitlines()[2:8])
+    usage = "\n".join(__doc__.splitlines()[2:10])
     cmd = argv[1] if len(argv) > 1 else ""
-    shapes = {"throttle": 5, "pcs": 6, "nmi": 3}
+    shapes = {"throttle": 5, "pcs": 6, "nmi": 3, "reset": 3}
     if shapes.get(cmd) != len(argv):
         print("usage:\n" + usage, file=sys.stderr)
         return 2
@@ -162,8 +164,10 @@ def main(argv):
             elif cmd == "pcs":
                 print_pcs(sample_pcs(q, syms, int(argv[4]), int(argv[5])),
                           int(argv[4]))
-            else:
+            elif cmd == "nmi":
                 q.command("inject-nmi")
+            else:
+                q.command("system_reset")
         finally:
             q.close()
     except (OSError, RuntimeError, ValueError) as e:

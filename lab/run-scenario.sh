@@ -9,6 +9,8 @@
 #   env MEMCG_LAB_ACCEL=tcg|kvm       skip the KVM probe
 #   env MEMCG_LAB_DEBUG=1             boot the debug kernel (DEBUG_VM, lockdep, ...)
 #   env MEMCG_LAB_KBUILD=dir          boot the kernel build in dir, build nothing
+#   env MEMCG_LAB_TEST_RESET_S=N      tests: reset the first boot N s in, through
+#                                     QMP (the boot-reset retry's test)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -286,6 +288,7 @@ watch_guest() {
 			shown=$(grep -ac 'memcg-lab' "$RUN/console.log" || true)
 			answer_throttle_requests
 		fi
+		reset_first_boot_for_test "$((now - start))"
 		if [ $((now - start)) -ge "$TIMEOUT_S" ]; then
 			FAILURE="hard timeout after $TIMEOUT_S s"
 		elif [ $((now - last_change)) -ge "$HANG_S" ]; then
@@ -299,6 +302,21 @@ watch_guest() {
 	done
 	wait "$QEMU_PID" 2>/dev/null || true
 	ELAPSED_S=$(($(date +%s) - start))
+}
+
+# MEMCG_LAB_TEST_RESET_S: the boot test's stand-in for a guest that
+# resets during boot, once, before the agent speaks.
+RESET_FOR_TEST_DONE=
+reset_first_boot_for_test() {
+	[ -n "${MEMCG_LAB_TEST_RESET_S:-}" ] && [ -z "$RESET_FOR_TEST_DONE" ] &&
+		[ "$1" -ge "$MEMCG_LAB_TEST_RESET_S" ] || return 0
+	RESET_FOR_TEST_DONE=1
+	if grep -aq 'memcg-lab-agent' "$RUN/console.log"; then
+		log "MEMCG_LAB_TEST_RESET_S=$MEMCG_LAB_TEST_RESET_S: the agent already started, no reset"
+		return 0
+	fi
+	log "MEMCG_LAB_TEST_RESET_S=$MEMCG_LAB_TEST_RESET_S: resetting the guest ($1 s in)"
+	"$LAB_ROOT/lab/qmp.py" reset "$QMP" || log "the test reset failed"
 }
 
 # QEMU exited on its own (-no-reboot turns a reset into an exit) before

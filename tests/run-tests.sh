@@ -55,6 +55,10 @@ MEMCG_LAB_HANG_S=45 SET="SILENT_S=600" MEMCG_LAB_RESULTS=$BOOT_RESULTS \
 	lab/run-scenario.sh smoke activate && die "the silent smoke run did not fail"
 LAB_HANG_RUN=$(newest_run smoke activate) /usr/bin/python3 -m pytest -q tests/boot/test_hang_dump_run.py
 
+log "boot test: a guest that resets during boot is booted once more"
+MEMCG_LAB_TEST_RESET_S=2 MEMCG_LAB_RESULTS=$BOOT_RESULTS lab/run-scenario.sh smoke immediate
+LAB_RETRY_RUN=$(newest_run smoke immediate) /usr/bin/python3 -m pytest -q tests/boot/test_boot_retry_run.py
+
 log "boot test: the patch series' invariant tests in the guest"
 MEMCG_LAB_RESULTS=$BOOT_RESULTS lab/run-scenario.sh immediate-invariants vanilla || true
 LAB_INVARIANTS_RUN=$(newest_run immediate-invariants vanilla) \

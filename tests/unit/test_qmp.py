@@ -6,6 +6,8 @@ import socket
 import subprocess
 import threading
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QMP = os.path.join(ROOT, "lab", "qmp.py")
 
@@ -51,14 +53,14 @@ def run(*args):
                           capture_output=True, text=True, timeout=30)
 
 
-def test_nmi_injects_one_nmi_after_the_handshake(tmp_path):
+@pytest.mark.parametrize("cmd, execute", [("nmi", "inject-nmi"), ("reset", "system_reset")])
+def test_one_command_after_the_handshake(tmp_path, cmd, execute):
     path = str(tmp_path / "qmp.sock")
     server = FakeQmp(path)
-    p = run("nmi", path)
+    p = run(cmd, path)
     server.close()
     assert p.returncode == 0, p.stderr
-    assert server.received == [{"execute": "qmp_capabilities"},
-                               {"execute": "inject-nmi"}]
+    assert server.received == [{"execute": "qmp_capabilities"}, {"execute": execute}]
 
 
 def test_throttle_sets_only_the_write_rate(tmp_path):
@@ -85,7 +87,7 @@ def test_a_qmp_error_fails_with_the_socket_and_the_reason(tmp_path):
 def test_bad_input_is_refused_before_connecting(tmp_path):
     missing = str(tmp_path / "none.sock")
     for args in (["nmi", missing, "extra"], ["throttle", missing, "stick", "4M"],
-                 ["throttle", missing, "stick"], ["reset", missing],
+                 ["throttle", missing, "stick"], ["reset", missing, "extra"], ["bogus", missing],
                  ["pcs", missing, "/nonexistent/System.map", "3", "1"],
                  ["pcs", missing, "/dev/null", "0", "1"]):
         p = run(*args)
