@@ -73,9 +73,11 @@ parse_args() {
 }
 
 # One row of the results table: step, PASS/FAIL, detail.
+# Also said as it happens: a --full run takes over an hour.
 record_result() {
 	RESULTS+=("$1"$'\t'"$2"$'\t'"$3")
 	[ "$2" = PASS ] || FAILED=1
+	log "$1: $2 ($3)"
 }
 
 print_results() {
@@ -211,6 +213,7 @@ build_bzimage() {
 	setup_kernel_cc
 	export KBUILD_BUILD_USER=memcg-lab KBUILD_BUILD_HOST=lab
 	start=$(date +%s)
+	log "$step: building bzImage in $out"
 	if nice -n 19 make -C "$CHECK_TREE" O="$out" -j"$JOBS" CC="$KERNEL_CC" \
 		bzImage >"$out/build.log" 2>&1; then
 		secs=$(($(date +%s) - start))
