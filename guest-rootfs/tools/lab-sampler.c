@@ -281,8 +281,9 @@ static void sample_cgroup(struct sampled_cgroup *cg, double t, bool all)
 
 /*
  * One tick at time t: /proc/vmstat (with -V only if all), then every
- * cgroup (its slow files, and -S cgroups, only if all); written with the ticks before it if all or the buffer is past
- * half full.  0, or -1 once the error is reported.
+ * cgroup (its slow files, and -S cgroups, only if all); written with the
+ * ticks before it if all or if the buffer is past half full.  0, or -1
+ * once the error is reported.
  */
 static int sample_tick(int vmstat, int out, const char *outpath, double t,
 		       bool all)

@@ -532,8 +532,14 @@ shape_dirty_neighbour() {
 
 # dirty-neighbour's load, and in its neighbour phase lab-sampler's own
 # cost per configuration (sampler-cost.csv, see measure_sampler_configs).
+SAMPLER_COST_KNOWN="all-fast slow-files slow-parents slow-parents-tmpfs slow-vmstat vmstat-only all-slow"
 shape_sampler_cost() {
-	local cg nb
+	local cg nb cfg
+	# Before minutes of setup, not when the bad name's turn comes.
+	for cfg in $SAMPLER_COST_CONFIGS; do
+		[[ " $SAMPLER_COST_KNOWN " == *" $cfg "* ]] ||
+			die "unknown sampler configuration '$cfg' in SAMPLER_COST_CONFIGS (known: $SAMPLER_COST_KNOWN)"
+	done
 	cg=$(cg_of dirtier)
 	nb=$(cg_of neighbour)
 	prepare_disks 1
@@ -594,7 +600,7 @@ measure_sampler_configs() {
 				cgs=()
 				;;
 			all-slow) args=(-i "$SAMPLER_COST_SLOW_MS") ;;
-			*) die "unknown sampler configuration '$cfg' in SAMPLER_COST_CONFIGS (all-fast slow-files slow-parents slow-parents-tmpfs slow-vmstat vmstat-only all-slow)" ;;
+			*) die "unknown sampler configuration '$cfg' (known: $SAMPLER_COST_KNOWN)" ;;
 			esac
 			say "sampler cost: round $round of $SAMPLER_COST_ROUNDS, $cfg (${args[*]}), ${SAMPLER_COST_S} s"
 			csv=$dir/sampler-cost-$round-$cfg.csv
