@@ -503,10 +503,12 @@ static void test_park_then_drain_after_sync(const char *file)
  * compared nothing with something.
  */
 #define STEAL_GOAL 8192
+static long scan_cost_ooms;	/* under activate; not the series' to fail */
+
 static void scan_cost_under(const char *policy, const char *file,
-			    long *scanned, long *stolen)
+			    long *scanned, long *stolen, long *ooms)
 {
-	long scan0, steal0;
+	long scan0, steal0, oom0 = oom_kills();
 	char cg[PATH_MAX];
 	pid_t w;
 	int i;
@@ -527,16 +529,26 @@ static void scan_cost_under(const char *policy, const char *file,
 	stop_writer(w);
 	sync_and_drain();
 	remove_memcg(cg);
+	*ooms = oom_kills() - oom0;
 }
 
 static void test_parked_folios_are_not_scanned(const char *file)
 {
-	long scan_act, steal_act, scan_imm, steal_imm;
+	long scan_act, steal_act, scan_imm, steal_imm, oom_imm;
 
-	scan_cost_under("activate", file, &scan_act, &steal_act);
-	scan_cost_under("immediate", file, &scan_imm, &steal_imm);
+	scan_cost_under("activate", file, &scan_act, &steal_act, &scan_cost_ooms);
+	scan_cost_under("immediate", file, &scan_imm, &steal_imm, &oom_imm);
 	diag("writer's memcg, pages scanned/reclaimed: activate %ld/%ld, immediate %ld/%ld",
 	     scan_act, steal_act, scan_imm, steal_imm);
+	/*
+	 * vfat has no cgroup writeback, so nothing holds the writer's dirty
+	 * folios to its 64M: under activate (6.1 as released) its charges
+	 * can OOM while every file folio is dirty or under writeback, most
+	 * often on the debug kernel's slower stick.  Reported, not failed;
+	 * immediate's count is in the last test's.
+	 */
+	diag("memcg OOM kills of the writer: %ld under activate (6.1's own), %ld under immediate",
+	     scan_cost_ooms, oom_imm);
 	/* Fewer scans per reclaimed page, cross-multiplied. */
 	tap_result(steal_act > 0 && steal_imm > 0 &&
 		   scan_imm * steal_act < scan_act * steal_imm,
@@ -609,16 +621,15 @@ static void test_policy_toggle_under_load(const char *file)
 	 * writeback, reclaim meets nothing but PG_reclaim folios, and the
 	 * congestion throttle (one jiffy) cannot outlast the charge retries.
 	 * v3.6 fixed that for memcgs by waiting on writeback (e62e384e9da8),
-	 * which 6.1 keeps for cgroup v1 only.  So keep's OOMs are reported,
-	 * not failed.
+	 * which 6.1 keeps for cgroup v1 only.  activate is 6.1 as released,
+	 * which can OOM the same vfat writer (test_parked_folios_are_not_scanned).
+	 * So keep's and activate's OOMs are reported, not failed.
 	 */
-	diag("memcg OOM kills while toggling: %ld under activate, %ld under keep (3.2's behaviour), %ld under immediate",
+	diag("memcg OOM kills while toggling: %ld under activate (6.1's own), %ld under keep (3.2's behaviour), %ld under immediate",
 	     toggle_ooms_under[TOGGLE_ACTIVATE], toggle_ooms_under[TOGGLE_KEEP],
 	     toggle_ooms_under[TOGGLE_IMMEDIATE]);
-	tap_result(toggle_ooms_under[TOGGLE_ACTIVATE] == 0 &&
-		   toggle_ooms_under[TOGGLE_IMMEDIATE] == 0,
-		   "no memcg OOM kill of the 64M writer while toggling, under activate or immediate (%ld, %ld)",
-		   toggle_ooms_under[TOGGLE_ACTIVATE],
+	tap_result(toggle_ooms_under[TOGGLE_IMMEDIATE] == 0,
+		   "no memcg OOM kill of the 64M writer while toggling, under immediate (%ld)",
 		   toggle_ooms_under[TOGGLE_IMMEDIATE]);
 	stop_writer(w);
 	tap_result(sync_and_drain(), "nr_immediate is 0 after toggling and sync");
@@ -778,9 +789,9 @@ int main(int argc, char **argv)
 	set_policy("activate");
 	tap_result(sync_and_drain() && vmstat("nr_immediate") == 0,
 		   "nr_immediate is 0 at the end (policy back to activate)");
-	tap_result(oom_kills() - start_ooms - toggle_ooms == 0,
-		   "no memcg OOM kill in any other test (%ld)",
-		   oom_kills() - start_ooms - toggle_ooms);
+	tap_result(oom_kills() - start_ooms - toggle_ooms - scan_cost_ooms == 0,
+		   "no memcg OOM kill in any other test (%ld; activate's in the scan test: %ld)",
+		   oom_kills() - start_ooms - toggle_ooms - scan_cost_ooms, scan_cost_ooms);
 	end_ok = !walk_lists(&end_walk, NULL);
 	tap_list_walk(end_ok && lists_empty(&end_walk),
 		      "the list walk finds every list empty at the end", &end_walk);
