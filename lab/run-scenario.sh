@@ -143,6 +143,7 @@ record_host_provenance() {
 		echo "rootfs_image=$(basename "$IMAGE")"
 		echo "qemu=$(qemu-system-x86_64 --version | head -n 1)"
 		echo "accel=$ACCEL"
+		echo "host_tsc_khz=${TSC_KHZ:-none}"
 		echo "kernel_flavour=$(basename "$KBUILD" | sed s/^kbuild-//)"
 		echo "host=$(uname -r) $(nproc) cpus"
 		echo "scenario=$NAME"
@@ -168,6 +169,18 @@ make_scratch_disks() {
 	cp -a "$LAB_ROOT/scenarios" "$DISKS/lab"
 }
 
+# The host's TSC frequency in kHz, or nothing.  Under TCG the guest's TSC
+# is the host's (QEMU reads the host TSC), but the guest kernel has no
+# ACPI, hence no HPET or PM timer to calibrate it against, and its PIT
+# calibration fails on a loaded host: it then drops the TSC, and both
+# its clocksource and sched_clock fall to jiffies (1 ms), the resolution
+# of every latency, PSI total and CPU time the lab records.  Only a host
+# whose TSC is constant and of known frequency is trusted.
+host_tsc_khz() {
+	grep -qw tsc_known_freq /proc/cpuinfo && grep -qw constant_tsc /proc/cpuinfo || return 0
+	awk -F: '/^cpu MHz/ {printf "%d\n", $2 * 1000; exit}' /proc/cpuinfo
+}
+
 boot_guest() {
 	# quiet alone would keep KERN_WARNING off the console, and with it
 	# every WARN() and lockdep report: loglevel=5 lets them through.
@@ -176,6 +189,12 @@ boot_guest() {
 	# the kernel where System.map says, for its vCPU samples.
 	cmdline+=" unknown_nmi_panic panic_print=0x4b nokaslr"
 	cmdline+=" systemd.show_status=error memcg_lab.scenario=$NAME memcg_lab.arm=$ARM"
+	# TCG: the TSC's frequency from the host, and no warp check between
+	# vCPUs (they read one host TSC; the check, run under TCG's
+	# scheduling, called it unsynchronised and fell back to jiffies).
+	if [ "$ACCEL" = tcg ] && [ -n "$TSC_KHZ" ]; then
+		cmdline+=" tsc_early_khz=$TSC_KHZ tsc=reliable"
+	fi
 	cmdline+=" ${KERNEL_CMDLINE_EXTRA:-}"
 	QMP=$DISKS/qmp.sock
 	# Fixed PCI slots: the root is always the first virtio disk probed,
@@ -389,6 +408,8 @@ main() {
 	fi
 	IMAGE=$("$LAB_ROOT/guest-rootfs/build-rootfs.sh" | tail -n 1)
 	choose_accelerator
+	TSC_KHZ=$(host_tsc_khz)
+	[ -n "$TSC_KHZ" ] || log "the host's TSC frequency is unknown: under TCG the guest's clocks may fall back to jiffies (1 ms)"
 	claim_run_folder
 	log "run folder: $RUN"
 	record_host_provenance

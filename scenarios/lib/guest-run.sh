@@ -84,6 +84,9 @@ record_guest_provenance() {
 		echo "lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
 		echo "thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled)"
 		echo "cpus_online=$(nproc)"
+		# tsc, or jiffies (1 ms) when the TSC was dropped: see host_tsc_khz
+		# in lab/run-scenario.sh.
+		echo "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 	} >"$OUT/guest-state.txt"
 }
 

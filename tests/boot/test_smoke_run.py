@@ -41,6 +41,17 @@ def test_guest_ran_the_lab_kernel_under_systemd_and_cgroup_v2():
     assert "systemd" in read("journal.txt")
 
 
+def test_the_guest_kept_its_tsc_when_the_host_knows_its_frequency():
+    # Without tsc_early_khz the TCG guest's PIT calibration often fails
+    # and every clock it has falls to jiffies (1 ms).
+    provenance = dict(line.split("=", 1) for line in read("provenance.txt").splitlines()
+                      if "=" in line)
+    if provenance["accel"] != "tcg" or provenance["host_tsc_khz"] == "none":
+        pytest.skip(f"accel {provenance['accel']}, host TSC kHz {provenance['host_tsc_khz']}")
+    assert f"tsc_early_khz={provenance['host_tsc_khz']}" in read("cmdline.txt")
+    assert "clocksource=tsc" in read("guest-state.txt").splitlines()
+
+
 def test_memcgs_existed_with_the_parent_limit():
     assert "lab.slice/dirtier.scope" in read("cgroups-seen.txt")
     params = dict(line.split("=", 1) for line in read("params-resolved.env").splitlines()
