@@ -81,9 +81,16 @@ def describe(value):
 
 def arm_problems(runs):
     """{run index: reason} for runs of one (scenario, arm) group that do not
-    match the group's kernel build id, parameters or SET overrides."""
+    match the group's kernel build id, guest clock, parameters or SET
+    overrides."""
     builds = {i: r.build_id for i, r in runs.items()}
     problems = _odd_ones_out(builds, "kernel build id")
+    # Before lab commit de0def3 a TCG guest's clocks fell to jiffies (1 ms):
+    # latencies, PSI and CPU times of such runs are not to be averaged with
+    # those of runs on the TSC.
+    clocks = {i: r.provenance.get("host_tsc_khz", "unset (jiffies clocks)")
+              for i, r in runs.items() if i not in problems}
+    problems.update(_odd_ones_out(clocks, "guest TSC kHz (host_tsc_khz)"))
     rest = {i: r for i, r in runs.items() if i not in problems}
     params = {i: tuple(sorted(comparable_params(r.params).items())) for i, r in rest.items()}
     bad = _odd_ones_out(params, "parameters")

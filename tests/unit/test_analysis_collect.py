@@ -157,6 +157,18 @@ def test_odd_kernel_build_id_in_an_arm_is_excluded(tmp_path):
     assert r[VANILLA + ".3"].startswith("mixed arm: kernel build id deadbeef differs")
 
 
+def test_runs_from_before_the_tsc_fix_are_kept_apart(tmp_path):
+    # The fixture runs predate host_tsc_khz (jiffies clocks); a newer run
+    # in the same arm is the odd one out.
+    for n in ("", ".2", ".3"):
+        copy_run(tmp_path, VANILLA, VANILLA + n)
+    with open(tmp_path / (VANILLA + ".3") / "provenance.txt", "a") as f:
+        f.write("host_tsc_khz=2596128\n")
+    r = reasons(tmp_path)
+    assert r[VANILLA] == "" and r[VANILLA + ".2"] == ""
+    assert r[VANILLA + ".3"].startswith("mixed arm: guest TSC kHz (host_tsc_khz) 2596128 differs")
+
+
 def test_build_ids_without_majority_exclude_the_arm(tmp_path):
     copy_run(tmp_path, VANILLA)
     copy_run(tmp_path, VANILLA, VANILLA + ".2")
