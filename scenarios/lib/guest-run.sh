@@ -518,43 +518,35 @@ shape_smoke() {
 # the lab slice; the scenario's limits decide who reclaims: the parent
 # (PARENT_MAX_MB), the dirtier itself (DIRTIER_MAX_MB) or the whole
 # machine (neither).
+# With SAMPLER_COST_CONFIGS (the sampler-cost scenario), the neighbour
+# phase also measures lab-sampler's own cost (measure_sampler_configs).
 shape_dirty_neighbour() {
-	local cg dirtier_props=()
+	local cg nb dirtier_props=()
+	[ -z "${SAMPLER_COST_CONFIGS:-}" ] || check_sampler_configs
 	cg=$(cg_of dirtier)
+	nb=$(cg_of neighbour)
 	prepare_disks 1
 	[ -n "${PARENT_MAX_MB:-}" ] && set_parent_limit "$PARENT_MAX_MB"
 	[ -n "${DIRTIER_MAX_MB:-}" ] && dirtier_props=(MemoryMax="${DIRTIER_MAX_MB}M")
-	start_sampler "$SLICE" "$cg" "$(cg_of neighbour)"
+	start_sampler "$SLICE" "$cg" "$nb"
 	start_dirtier dirtier /mnt/stick/dirty-1.dat "${DIRTIER_JOB:-dirtier.fio}" \
 		"${dirtier_props[@]}"
 	ramp_until_writeback "$cg"
-	run_neighbour_phase "$cg"
+	start_neighbour_phase
+	[ -z "${SAMPLER_COST_CONFIGS:-}" ] || measure_sampler_configs "$SLICE" "$cg" "$nb"
+	finish_neighbour_phase "$cg"
 	stop_scope dirtier
 	stop_sampler
 }
 
-# dirty-neighbour's load, and in its neighbour phase lab-sampler's own
-# cost per configuration (sampler-cost.csv, see measure_sampler_configs).
 SAMPLER_COST_KNOWN="all-fast slow-files slow-parents slow-parents-tmpfs slow-vmstat vmstat-only all-slow"
-shape_sampler_cost() {
-	local cg nb cfg
-	# Before minutes of setup, not when the bad name's turn comes.
+# Before minutes of setup, not when a bad name's turn comes.
+check_sampler_configs() {
+	local cfg
 	for cfg in $SAMPLER_COST_CONFIGS; do
 		[[ " $SAMPLER_COST_KNOWN " == *" $cfg "* ]] ||
 			die "unknown sampler configuration '$cfg' in SAMPLER_COST_CONFIGS (known: $SAMPLER_COST_KNOWN)"
 	done
-	cg=$(cg_of dirtier)
-	nb=$(cg_of neighbour)
-	prepare_disks 1
-	set_parent_limit "$PARENT_MAX_MB"
-	start_sampler "$SLICE" "$cg" "$nb"
-	start_dirtier dirtier /mnt/stick/dirty-1.dat
-	ramp_until_writeback "$cg"
-	start_neighbour_phase
-	measure_sampler_configs "$SLICE" "$cg" "$nb"
-	finish_neighbour_phase "$cg"
-	stop_scope dirtier
-	stop_sampler
 }
 
 # lab-sampler run SAMPLER_COST_ROUNDS times in each configuration of
