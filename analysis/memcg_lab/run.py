@@ -288,7 +288,8 @@ def load_sampler_cost(path, params):
 
 
 def load_sampler_configs(path):
-    """sampler-cost.csv (the sampler-cost scenario: a row per sampler run)
+    """sampler-cost.csv (the sampler-cost scenario: a row per sampler run,
+    with its exit line as in sampler.log)
     per configuration, in file order: runs, CPU as % of one CPU (median,
     min, max), ms of CPU per tick and rows per tick (medians), and the
     median % against the first configuration's.  None without the file."""
@@ -297,11 +298,14 @@ def load_sampler_configs(path):
     configs = {}
     with open(path, newline="") as f:
         for lineno, r in enumerate(csv.DictReader(f), start=2):
+            m = SAMPLER_COST.search(r.get("exit_line") or "")
             try:
-                ticks, wall, cpu = int(r["ticks"]), float(r["wall_s"]), float(r["cpu_s"])
                 rows = int(r["rows"])
             except (KeyError, TypeError, ValueError):
-                raise RunError(f"{path}:{lineno}: not a sampler-cost row") from None
+                m = None
+            if not m:
+                raise RunError(f"{path}:{lineno}: not a sampler-cost row")
+            ticks, wall, cpu = int(m.group(1)), float(m.group(2)), float(m.group(3))
             if ticks <= 0 or wall <= 0:
                 raise RunError(f"{path}:{lineno}: no ticks or no time")
             c = configs.setdefault(r["config"], {"args": r["args"], "pct": [],

@@ -553,7 +553,8 @@ check_sampler_configs() {
 # SAMPLER_COST_CONFIGS, SAMPLER_COST_S seconds each, on the cgroups the
 # run's own sampler reads (PARENT, then leaves), the order rotated every
 # round so that drift in the load is shared out.  A row per run in
-# sampler-cost.csv, from the sampler's exit line.  Each writes its rows
+# sampler-cost.csv with the sampler's exit line, which the analysis
+# parses (run.SAMPLER_COST), as sampler.log's.  Each writes its rows
 # where the run's sampler does (writing them is part of the cost); only
 # their count is kept.
 #   all-fast      every file of every cgroup at SAMPLER_COST_MS
@@ -565,14 +566,12 @@ check_sampler_configs() {
 #   vmstat-only   /proc/vmstat alone at SAMPLER_COST_MS
 #   all-slow      every file of every cgroup at SAMPLER_COST_SLOW_MS
 measure_sampler_configs() {
-	local parent=$1 configs=() n round i cfg pid log csv dir rows args=() cgs=()
-	local re='^lab-sampler: ([0-9]+) ticks in ([0-9.]+) s, cpu ([0-9.]+) s \(user ([0-9.]+), system ([0-9.]+)\), [0-9.]+% of one CPU, ([0-9]+) ticks missed'
+	local parent=$1 configs=() n round i cfg pid log csv dir rows line args=() cgs=()
 	shift
 	read -ra configs <<<"$SAMPLER_COST_CONFIGS"
 	n=${#configs[@]}
 	[ "$n" -gt 0 ] || die "SAMPLER_COST_CONFIGS is empty"
-	echo "round,config,args,rows,ticks,wall_s,cpu_s,user_s,system_s,missed" \
-		>"$OUT/sampler-cost.csv"
+	echo "round,config,args,rows,exit_line" >"$OUT/sampler-cost.csv"
 	for round in $(seq "$SAMPLER_COST_ROUNDS"); do
 		for i in $(seq 0 $((n - 1))); do
 			cfg=${configs[$(((i + round - 1) % n))]}
@@ -607,9 +606,8 @@ measure_sampler_configs() {
 			wait "$pid" || die "lab-sampler ($cfg) failed: $(tail -n 3 "$log")"
 			rows=$(($(wc -l <"$csv") - 1))
 			rm -f "$csv"
-			[[ $(tail -n 1 "$log") =~ $re ]] || die "$log: no exit line"
-			echo "$round,$cfg,${args[*]},$rows,$(IFS=,; echo "${BASH_REMATCH[*]:1}")" \
-				>>"$OUT/sampler-cost.csv"
+			line=$(grep '^lab-sampler: [0-9]* ticks in' "$log") || die "$log: no exit line"
+			echo "$round,$cfg,${args[*]},$rows,\"$line\"" >>"$OUT/sampler-cost.csv"
 			cat "$log" >>"$OUT/sampler-cost.log"
 			rm -f "$log"
 		done

@@ -273,7 +273,12 @@ def test_reclaim_throttle_without_sleeps_or_without_the_trigger(tmp_path):
     assert "not available on this kernel" in run.format_summary(run.summarise(tmp_path))
 
 
-SAMPLER_COST_HEADER = "round,config,args,rows,ticks,wall_s,cpu_s,user_s,system_s,missed\n"
+SAMPLER_COST_HEADER = "round,config,args,rows,exit_line\n"
+
+
+def exit_line(ticks, wall, cpu):
+    return (f'"lab-sampler: {ticks} ticks in {wall} s, cpu {cpu} s (user 0.1, system 0.1),'
+            f' 1.00% of one CPU, 0 ticks missed, 0 of 4 cgroups slow, vmstat fast"')
 
 
 def test_sampler_configs_are_summarised_against_the_first(tmp_path):
@@ -281,10 +286,10 @@ def test_sampler_configs_are_summarised_against_the_first(tmp_path):
               [("neighbour", 10, 11)])
     (tmp_path / "sampler-cost.csv").write_text(
         SAMPLER_COST_HEADER
-        + "1,all-fast,-i 100,30000,300,30.0,1.2,0.5,0.7,0\n"
-        + "1,all-slow,-i 1000,3000,30,30.0,0.15,0.05,0.1,0\n"
-        + "2,all-slow,-i 1000,3000,30,30.0,0.09,0.04,0.05,0\n"
-        + "2,all-fast,-i 100,30000,300,30.0,0.6,0.2,0.4,1\n")
+        + f"1,all-fast,-i 100,30000,{exit_line(300, 30.0, 1.2)}\n"
+        + f"1,all-slow,-i 1000,3000,{exit_line(30, 30.0, 0.15)}\n"
+        + f"2,all-slow,-i 1000,3000,{exit_line(30, 30.0, 0.09)}\n"
+        + f"2,all-fast,-i 100,30000,{exit_line(300, 30.0, 0.6)}\n")
     s = run.summarise(tmp_path)
     fast, slow = s["sampler_configs"]["all-fast"], s["sampler_configs"]["all-slow"]
     assert list(s["sampler_configs"]) == ["all-fast", "all-slow"]
@@ -302,8 +307,9 @@ def test_sampler_configs_are_summarised_against_the_first(tmp_path):
 
 @pytest.mark.parametrize("body, why", [
     ("", "no rows"),
-    ("1,all-fast,-i 100,x,300,30.0,1.2,0.5,0.7,0\n", ":2: not a sampler-cost row"),
-    ("1,all-fast,-i 100,10,0,30.0,1.2,0.5,0.7,0\n", ":2: no ticks or no time"),
+    (f"1,all-fast,-i 100,x,{exit_line(300, 30.0, 1.2)}\n", ":2: not a sampler-cost row"),
+    ("1,all-fast,-i 100,10,lab-sampler: stopped\n", ":2: not a sampler-cost row"),
+    (f"1,all-fast,-i 100,10,{exit_line(0, 30.0, 1.2)}\n", ":2: no ticks or no time"),
 ])
 def test_a_broken_sampler_cost_file_is_an_error(tmp_path, body, why):
     write_run(tmp_path, dirtier_lru(10, 90, 10, 90), [("neighbour", 10, 11)])
