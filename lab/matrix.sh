@@ -2,6 +2,9 @@
 # Runs every (scenario, arm, repetition) once, each on a fresh boot, in a
 # shuffled but reproducible order; resumable: a job with an "ok" line in
 # the ledger is never run again, a failed one is retried in a new folder.
+# A run the guest kernel failed (panic, oops, WARN, lockup, hang: the
+# run's status.txt) is a finding, not a flake: its job is marked
+# "kernel-trouble", counted, and never retried.
 #
 #   matrix.sh run SCENARIOS ARMS RUNS      run the matrix here, with ETA
 #   matrix.sh jobs SCENARIOS ARMS RUNS     print the job list only: one
@@ -50,7 +53,27 @@ job_list() {
 }
 
 job_done() {
-	[ -f "$LEDGER" ] && grep -q "^$1,$2,$3,ok," "$LEDGER"
+	[ -f "$LEDGER" ] && grep -qE "^$1,$2,$3,(ok|kernel-trouble)," "$LEDGER"
+}
+
+# ok, kernel-trouble (the guest kernel failed the run: failure_kind=kernel
+# in status.txt, see classify_run in run-scenario.sh) or failed (anything
+# else: QEMU, the host, the scenario), and the reason, from the run
+# folder's status.txt.
+job_result() {
+	local rc=$1 folder=$2 status reason kind
+	status=$folder/status.txt
+	reason=$(sed -n 's/^reason=//p' "$status" 2>/dev/null || true)
+	kind=$(sed -n 's/^failure_kind=//p' "$status" 2>/dev/null || true)
+	if [ "$rc" -eq 0 ]; then
+		echo ok
+	elif [ "$kind" = kernel ]; then
+		echo kernel-trouble
+	else
+		echo failed
+	fi
+	reason=${reason:-no status.txt}
+	echo "${reason//,/;}" | head -n 1
 }
 
 # Appends under a lock: jobs from GNU parallel may finish together.
@@ -58,8 +81,8 @@ record_job() {
 	mkdir -p "$RESULTS"
 	(
 		flock 9
-		[ -s "$LEDGER" ] || echo "scenario,arm,rep,result,run_folder,finished_utc" >"$LEDGER"
-		echo "$1,$2,$3,$4,$5,$(date -u +%FT%TZ)" >>"$LEDGER"
+		[ -s "$LEDGER" ] || echo "scenario,arm,rep,result,run_folder,finished_utc,reason" >"$LEDGER"
+		echo "$1,$2,$3,$4,$5,$(date -u +%FT%TZ),$6" >>"$LEDGER"
 	) 9>"$RESULTS/.matrix.lock"
 }
 
@@ -74,8 +97,20 @@ run_one_job() {
 		tee "$out" >&2 || rc=$?  # pipefail: the run's status
 	folder=$(grep -o 'run folder: .*' "$out" | head -n 1 | cut -d' ' -f3- || true)
 	rm -f "$out"
-	record_job "$s" "$a" "$r" "$([ "$rc" -eq 0 ] && echo ok || echo failed)" "${folder:-none}"
+	local verdict
+	mapfile -t verdict < <(job_result "$rc" "${folder:-/nonexistent}")
+	record_job "$s" "$a" "$r" "${verdict[0]}" "${folder:-none}" "${verdict[1]}"
+	[ "${verdict[0]}" != kernel-trouble ] ||
+		log "$s/$a #$r: the guest kernel failed the run (${verdict[1]}): a finding, counted, not retried"
 	return "$rc"
+}
+
+# Jobs the guest kernel failed, per scenario and arm, over the whole ledger.
+ledger_trouble_counts() {
+	[ -f "$LEDGER" ] || return 0
+	awk -F, 'NR > 1 && $4 == "kernel-trouble" { n[$1 "/" $2]++ }
+		END { for (k in n) printf "[memcg-lab] kernel trouble: %s: %d run(s) (ledger)\n", k, n[k] }' \
+		"$LEDGER" | sort >&2
 }
 
 print_jobs() {
@@ -105,6 +140,7 @@ run_matrix() {
 		log "[$k/$total] finished; $failed failed so far; ETA $((eta / 60)) min"
 	done
 	log "matrix done: $total jobs, $ran run now, $failed failed; ledger: $LEDGER"
+	ledger_trouble_counts
 	[ "$failed" -eq 0 ]
 }
 

@@ -6,7 +6,8 @@
 #   run-scenario.sh NAME [ARM]        ARM: vanilla (default) | mglru | keep | activate | immediate
 #   env SET="VAR=value ..."           override scenario defaults
 #   env MEMCG_LAB_RESULTS=dir         results root (default: ./results)
-#   env MEMCG_LAB_ACCEL=tcg|kvm       skip the KVM probe
+#   env MEMCG_LAB_ACCEL=tcg|kvm       skip the KVM probe; QEMU's -accel options
+#                                     may follow (tcg,thread=single)
 #   env MEMCG_LAB_DEBUG=1             boot the debug kernel (DEBUG_VM, lockdep, ...)
 #   env MEMCG_LAB_KBUILD=dir          boot the kernel build in dir, build nothing
 #   env MEMCG_LAB_TEST_RESET_S=N      tests: reset the first boot N s in, through
@@ -25,7 +26,8 @@ CLEAN_SHUTDOWN='reboot: (Restarting system|Power down)'
 # DEBUG_LIST corruption a WARN or BUG), DEBUG_VM's page dumps, UBSAN,
 # lockups and RCU stalls.  Not "Call Trace:" alone: an OOM kill dumps one
 # too, and OOM kills are a result (memory.events oom_kill), not a bug.
-KERNEL_TROUBLE='Kernel panic|BUG: |Oops|WARNING: |general protection fault|soft lockup|hard LOCKUP|blocked for more than|detected stall|page dumped because|list_(add|del) corruption|UBSAN: '
+# die() prints "<what>: <error code> [#<count>]" (an int3 trap, an oops).
+KERNEL_TROUBLE='Kernel panic|BUG: |Oops|: [0-9a-f]{4} \[#[0-9]+\]|WARNING: |general protection fault|soft lockup|hard LOCKUP|blocked for more than|detected stall|page dumped because|list_(add|del) corruption|UBSAN: '
 
 list_scenarios() {
 	local f
@@ -102,6 +104,8 @@ claim_run_folder() {
 choose_accelerator() {
 	if [ -n "${MEMCG_LAB_ACCEL:-}" ]; then
 		ACCEL=$MEMCG_LAB_ACCEL
+		[[ $ACCEL =~ ^(tcg|kvm)(,[a-z-]+=[a-z0-9-]+)*$ ]] ||
+			die_usage "MEMCG_LAB_ACCEL=$ACCEL: tcg or kvm, optionally with QEMU -accel options (tcg,thread=single)"
 		log "accelerator: $ACCEL (MEMCG_LAB_ACCEL)"
 		return
 	fi
@@ -176,6 +180,29 @@ make_scratch_disks() {
 # its clocksource and sched_clock fall to jiffies (1 ms), the resolution
 # of every latency, PSI total and CPU time the lab records.  Only a host
 # whose TSC is constant and of known frequency is trusted.
+# The trace events any run uses, enabled on the kernel command line
+# (trace_event=) so that their tracepoints are patched in at boot, before
+# any workload, and never again: enabling or disabling a tracepoint under
+# load (text_poke_bp on every call site) once panicked a TCG guest with a
+# stray int3 in shrink_lruvec (lab/README.md, "Tracing").  Tools then
+# switch recording (tracing_on) and hist triggers only, which patch
+# nothing.  The shrink event is the series' when the kernel has it.
+TRACE_EVENTS_PATCHED="mm_vmscan_lru_shrink_inactive_memcg"
+TRACE_EVENTS_VANILLA="mm_vmscan_lru_shrink_inactive"
+TRACE_EVENTS_COMMON="mm_vmscan_direct_reclaim_begin mm_vmscan_direct_reclaim_end
+mm_vmscan_memcg_reclaim_begin mm_vmscan_memcg_reclaim_end mm_vmscan_throttled"
+boot_trace_events() {
+	local map=$1 ev list=() shrink
+	shrink=$TRACE_EVENTS_VANILLA
+	grep -q " __tracepoint_$TRACE_EVENTS_PATCHED\$" "$map" && shrink=$TRACE_EVENTS_PATCHED
+	for ev in $shrink $TRACE_EVENTS_COMMON; do
+		grep -q " __tracepoint_$ev\$" "$map" || continue
+		list+=("vmscan:$ev")
+	done
+	local IFS=,
+	echo "${list[*]}"
+}
+
 host_tsc_khz() {
 	grep -qw tsc_known_freq /proc/cpuinfo && grep -qw constant_tsc /proc/cpuinfo || return 0
 	awk -F: '/^cpu MHz/ {printf "%d\n", $2 * 1000; exit}' /proc/cpuinfo
@@ -192,9 +219,12 @@ boot_guest() {
 	# TCG: the TSC's frequency from the host, and no warp check between
 	# vCPUs (they read one host TSC; the check, run under TCG's
 	# scheduling, called it unsynchronised and fell back to jiffies).
-	if [ "$ACCEL" = tcg ] && [ -n "$TSC_KHZ" ]; then
+	if [ "${ACCEL%%,*}" = tcg ] && [ -n "$TSC_KHZ" ]; then
 		cmdline+=" tsc_early_khz=$TSC_KHZ tsc=reliable"
 	fi
+	local events
+	events=$(boot_trace_events "$KBUILD/System.map")
+	[ -z "$events" ] || cmdline+=" trace_event=$events"
 	cmdline+=" ${KERNEL_CMDLINE_EXTRA:-}"
 	QMP=$DISKS/qmp.sock
 	# Fixed PCI slots: the root is always the first virtio disk probed,
@@ -319,7 +349,8 @@ watch_guest() {
 			break
 		fi
 	done
-	wait "$QEMU_PID" 2>/dev/null || true
+	QEMU_RC=0
+	wait "$QEMU_PID" 2>/dev/null || QEMU_RC=$?
 	ELAPSED_S=$(($(date +%s) - start))
 }
 
@@ -356,20 +387,40 @@ classify_run() {
 			grep -a ' kernel: ' "$RUN/journal.txt" | grep -aE "$KERNEL_TROUBLE"
 	} | head -n 3 || true)
 	guest_rc=$(cat "$RUN/guest-exit-status" 2>/dev/null || echo missing)
+	# failure_kind: kernel (the guest kernel's own failure: a splat, a
+	# hang or an overrun; a finding, never retried by the matrix), qemu
+	# (QEMU died or was killed from outside), scenario (the guest's
+	# scenario failed), or empty for an ok run.
+	local kind=
+	[ -z "$FAILURE" ] || kind=kernel
 	if [ -z "$FAILURE" ] && [ -n "$trouble" ]; then
 		FAILURE="kernel trouble on the console: $(echo "$trouble" | head -n 1)"
+		kind=kernel
+	fi
+	# QEMU exits 0 when the guest shuts down or resets (-no-reboot); a
+	# status above 128 that the watcher did not cause is a signal from
+	# outside (the OOM killer, a user, a session ending).
+	if [ -z "$FAILURE" ] && [ "$QEMU_RC" -gt 128 ]; then
+		FAILURE="QEMU was killed from outside the lab (signal $((QEMU_RC - 128)), $(kill -l $((QEMU_RC - 128)) 2>/dev/null || echo '?')) ${ELAPSED_S} s into the run"
+		kind=qemu
+	elif [ -z "$FAILURE" ] && [ "$QEMU_RC" -ne 0 ]; then
+		FAILURE="QEMU exited with status $QEMU_RC: $(tail -n 1 "$RUN/qemu.log" 2>/dev/null)"
+		kind=qemu
 	fi
 	if [ -z "$FAILURE" ] && [ "$guest_rc" != 0 ]; then
 		FAILURE="scenario exit status $guest_rc in the guest"
+		kind=scenario
 	fi
 	# The lab kernel has no ACPI: a clean shutdown is a reboot that
 	# QEMU's -no-reboot turns into an exit.
 	if [ -z "$FAILURE" ] && ! grep -qE "$CLEAN_SHUTDOWN" "$RUN/console.log"; then
 		FAILURE="guest did not shut down cleanly"
+		kind=kernel
 	fi
 	{
 		echo "result=$([ -z "$FAILURE" ] && echo ok || echo failed)"
 		echo "reason=${FAILURE:-}"
+		echo "failure_kind=$kind"
 		echo "accel=$ACCEL"
 		echo "kernel_flavour=$(basename "$KBUILD" | sed s/^kbuild-//)"
 		echo "boot_to_scenario_s=${BOOT_TO_SCENARIO_S:-}"

@@ -49,7 +49,9 @@ class Dataset:
             row = {"scenario": r.scenario, "arm": r.arm, "run": self.run_id(r),
                    "path": r.path, "valid": problems[i] is None, "reason": problems[i] or "",
                    "kernel_build_id": r.build_id or "", "git_revision": r.provenance.get("git_revision", ""),
-                   "accel": r.provenance.get("accel", ""), "phase": s["phase"] if s else "",
+                   "accel": r.provenance.get("accel", ""),
+                   "failure_kind": validate.failure_kind(r.status),
+                   "phase": s["phase"] if s else "",
                    "phase_s": s["phase_s"] if s else None}
             if s:
                 row["writeback_share_median"] = s["precondition"].get("writeback_of_file_lru_median")
@@ -110,6 +112,20 @@ class Dataset:
         if self.runs.empty:
             return self.runs
         return self.runs[~self.runs["valid"]][["scenario", "arm", "run", "reason"]]
+
+    def kernel_failures(self):
+        """Per (scenario, arm): runs found and runs the guest kernel
+        failed (a crash is a finding: counted here, never dropped)."""
+        cols = ["scenario", "arm", "runs", "kernel_failed", "example"]
+        if self.runs.empty:
+            return pd.DataFrame(columns=cols)
+        rows = []
+        for (scenario, arm), g in self.runs.groupby(["scenario", "arm"]):
+            bad = g[g["failure_kind"] == "kernel"]
+            if len(bad):
+                rows.append({"scenario": scenario, "arm": arm, "runs": len(g),
+                             "kernel_failed": len(bad), "example": bad["reason"].iloc[0]})
+        return pd.DataFrame(rows, columns=cols)
 
     def arms(self, scenario):
         return sorted(self.valid_runs(scenario)["arm"].unique(), key=arm_order)

@@ -188,6 +188,16 @@ def build(results, baseline="vanilla", stamp=None):
         md.append("")
         write(os.path.join(out, "excluded.txt"),
               "".join(f"{r.run}: {r.reason}\n" for r in excluded.itertuples()))
+    crashed = ds.kernel_failures()
+    if len(crashed):
+        md += ["## Runs the guest kernel failed", "",
+               "A panic, oops, WARN, lockup or hang is a finding, not a flake: these runs "
+               "are counted here and never retried by the matrix.", "",
+               "| scenario | arm | runs | kernel failed | first reason |", "|---|---|---|---|---|"]
+        md += [f"| {r.scenario} | {r.arm} | {r.runs} | {r.kernel_failed} | {r.example} |"
+               for r in crashed.itertuples()]
+        md.append("")
+        crashed.to_csv(os.path.join(out, "kernel-failures.csv"), index=False)
     cover = []
     for scenario in ds.scenarios():
         section, text = scenario_section(ds, scenario, out, baseline)
@@ -195,6 +205,9 @@ def build(results, baseline="vanilla", stamp=None):
         cover.append(text)
     if len(excluded):
         cover.append(f"{len(excluded)} run(s) excluded, see excluded.txt\n")
+    if len(crashed):
+        cover.append(f"{int(crashed['kernel_failed'].sum())} run(s) failed by the guest kernel, "
+                     "see kernel-failures.csv\n")
     write(os.path.join(out, "cover-letter.txt"), "\n".join(cover))
     write(os.path.join(out, "report.md"), "\n".join(md))
     return out, ds

@@ -355,6 +355,46 @@ def load_reclaim_throttle(path, phase):
     return {"by_reason": by_reason, "by_task": by_task}
 
 
+def load_attribution_coverage(csv_path):
+    """How much of each memcg's pgscan the attribution rows account for:
+    lab-reclaim-attrib writes every memcg's memory.stat pgscan at its
+    start and end beside its CSV (attribution.csv.pgscan); a memcg's rows
+    with it as the scanned cgroup should sum to the difference.  {cgroup:
+    {"pgscan", "attributed", "ratio"}} for the memcgs with no child
+    memcg (pgscan is hierarchical), and with lost events ("hist_dropped",
+    "lost_rows") from the .meta; None without the files."""
+    side = csv_path + ".pgscan"
+    if not (os.path.exists(csv_path) and os.path.exists(side)):
+        return None
+    with open(side) as f:
+        pgscan = {r["cgroup"]: int(r["pgscan_end"]) - int(r["pgscan_start"])
+                  for r in csv.DictReader(f)}
+    attributed = {}
+    with open(csv_path) as f:
+        for r in csv.DictReader(f):
+            if r["lru"] != "-":
+                attributed[r["scanned_cgroup"]] = (attributed.get(r["scanned_cgroup"], 0)
+                                                   + int(r["nr_scanned"]))
+    leaves = [cg for cg in pgscan
+              if cg != "/" and not any(o.startswith(cg + "/") for o in pgscan)]
+    out = {"memcgs": {}}
+    for cg in sorted(leaves):
+        if not pgscan[cg] and not attributed.get(cg):
+            continue
+        got = attributed.get(cg, 0)
+        out["memcgs"][cg] = {"pgscan": pgscan[cg], "attributed": got,
+                             "ratio": got / pgscan[cg] if pgscan[cg] else None}
+    meta = {}
+    if os.path.exists(csv_path + ".meta"):
+        with open(csv_path + ".meta") as f:
+            meta = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+    out["source"] = meta.get("source", "trace_pipe")
+    for key in ("hist_dropped", "lost_rows", "unresolved_pids"):
+        if key in meta:
+            out[key] = int(meta[key])
+    return out
+
+
 def sampler_intervals(interval, slow, slow_cgroups=None, vmstat_slow=None):
     """'100 ms', or '100 ms (slow files 1000 ms)' when they differ, and
     '(slow files, 2 cgroup(s), /proc/vmstat 1000 ms)' with cgroups and
@@ -437,6 +477,9 @@ def summarise(run_dir):
     configs = load_sampler_configs(os.path.join(run_dir, "sampler-cost.csv"))
     if configs is not None:
         summary["sampler_configs"] = configs
+    coverage = load_attribution_coverage(os.path.join(run_dir, "attribution.csv"))
+    if coverage is not None:
+        summary["attribution_coverage"] = coverage
     return summary
 
 
@@ -479,6 +522,16 @@ def format_summary(s):
         top = sorted(throttle["by_task"].items(), key=lambda kv: -kv[1]["delayed_s"])[:5]
         for key, t in top:
             lines.append(f"  {key:40s} {t['sleeps']:6d} sleeps {t['delayed_s']:8.2f} s")
+    cov = s.get("attribution_coverage")
+    if cov:
+        lost = ", ".join(f"{k} {cov[k]}" for k in ("hist_dropped", "lost_rows", "unresolved_pids")
+                         if k in cov)
+        lines.append(f"attribution (attribution.csv, from {cov['source']}"
+                     + (f"; {lost}" if lost else "") + "): pages scanned per memcg "
+                     "against its memory.stat pgscan over the same window")
+        for cg, c in cov["memcgs"].items():
+            ratio = "n/a" if c["ratio"] is None else f"{c['ratio']:.1%}"
+            lines.append(f"  {cg:40s} {c['attributed']:>10d} of {c['pgscan']:>10d}  {ratio}")
     if "sampler" in s:
         c = s["sampler"]
         lines.append(f"sampler cost: {c['cpu_pct_of_one']:.2f}% of one CPU at "

@@ -28,6 +28,16 @@ VOLATILE_PARAMS = {"FUNCNAME", "DIRSTACK", "BASH_ARGC", "BASH_ARGV", "BASH_LINEN
 PRECONDITION_IS_OUTCOME = {"immediate"}
 
 
+def failure_kind(status):
+    """kernel, qemu, scenario or "" (status.txt's failure_kind, written by
+    lab/run-scenario.sh's classify_run); a run from before that field
+    with kernel trouble on its console is a kernel failure too."""
+    kind = status.get("failure_kind")
+    if kind is None and status.get("kernel_trouble"):
+        return "kernel"
+    return kind or ""
+
+
 def run_problem(r, summary, error=None):
     """Why run r (a load.Run) cannot be used on its own, or None.
     summary is run.summarise()'s result, or None when it raised error;

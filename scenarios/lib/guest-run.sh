@@ -46,7 +46,13 @@ throttle_hist_start() {
 	on) throttle_hist_clear; return 0 ;;
 	unavailable) return 0 ;;
 	esac
-	if echo "$THROTTLE_HIST" >"$THROTTLE_EVENT/trigger" 2>/dev/null; then
+	# On an event not enabled at boot the trigger would enable it, which
+	# patches kernel text under load (boot_trace_events).
+	if [ "$(head -c 1 "$THROTTLE_EVENT/enable" 2>/dev/null)" != 1 ]; then
+		THROTTLE_HIST_STATE=unavailable
+		echo "not available: $THROTTLE_EVENT is not enabled (trace_event= on the kernel command line)" \
+			>"$OUT/reclaim-throttle.csv"
+	elif echo "$THROTTLE_HIST" >>"$THROTTLE_EVENT/trigger" 2>/dev/null; then
 		THROTTLE_HIST_STATE=on
 		echo "phase,reason,comm,pid,sleeps,delayed_us" >"$OUT/reclaim-throttle.csv"
 	else
@@ -71,6 +77,27 @@ throttle_hist_clear() {
 		die "cannot clear the hist trigger on $THROTTLE_EVENT"
 }
 
+# The trace events the host enabled on the kernel command line
+# (trace_event=sys:event,...), one "sys/event" per line.  The host
+# enables every event a run uses at boot and nothing turns them off
+# (lab/README.md, "Tracing"): disabling or enabling a tracepoint patches
+# kernel text, and under TCG a text_poke while reclaim ran once panicked
+# a guest on a stale int3.
+boot_trace_events() {
+	tr ' ' '\n' </proc/cmdline | sed -n 's/^trace_event=//p' | tr ',' '\n' | tr ':' '/'
+}
+
+# The boot-enabled events stay enabled; the top-level ring buffer records
+# only while a tool asks (lab-reclaim-attrib sets tracing_on).  Hist
+# triggers see events with recording off (trace_event_buffer_lock_reserve
+# falls back to a temporary buffer for them).
+quiesce_tracing() {
+	local t=/sys/kernel/tracing
+	[ -d "$t/events" ] || return 0
+	echo 0 >"$t/tracing_on" || die "cannot write $t/tracing_on"
+	: >"$t/trace" || die "cannot clear $t/trace"
+}
+
 record_guest_provenance() {
 	cp /proc/cmdline "$OUT/cmdline.txt"
 	uname -a >"$OUT/uname.txt"
@@ -87,6 +114,7 @@ record_guest_provenance() {
 		# tsc, or jiffies (1 ms) when the TSC was dropped: see host_tsc_khz
 		# in lab/run-scenario.sh.
 		echo "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+		echo "boot_trace_events=$(boot_trace_events | paste -sd' ')"
 	} >"$OUT/guest-state.txt"
 }
 
@@ -492,6 +520,97 @@ finish_neighbour_phase() {
 }
 
 # --- shapes -------------------------------------------------------------
+
+# What the lab's tools toggle: the top-level ring buffer's recording
+# (tracing_on) and hist triggers on events that stay enabled.  Neither
+# registers nor unregisters a tracepoint probe, so no static key flips.
+# Appended (>>): opening a trigger file with O_TRUNC removes every
+# trigger of the event.
+toggle_tracing_on() {
+	local state=$1 ev trig=/sys/kernel/tracing/events
+	echo "$state" >/sys/kernel/tracing/tracing_on
+	for ev in "${TOGGLE_EVENT_LIST[@]}"; do
+		if [ "$state" = 1 ]; then
+			echo 'hist:keys=common_pid' >>"$trig/$ev/trigger"
+		else
+			echo '!hist:keys=common_pid' >>"$trig/$ev/trigger"
+		fi
+	done
+}
+
+# What lab-reclaim-attrib did until the fix: each event's enable file,
+# which registers (1) or unregisters (0) its probe and so flips the
+# tracepoint's static key: text_poke_bp() on every call site.
+toggle_event_enable() {
+	local state=$1 ev
+	for ev in "${TOGGLE_EVENT_LIST[@]}"; do
+		echo "$state" >"/sys/kernel/tracing/events/$ev/enable"
+	done
+}
+
+# tracepoint-toggle: TOGGLE_ROUNDS on/off cycles of tracing (TOGGLE_MODE
+# enable: the event enable files; tracing-on: tracing_on and hist
+# triggers) while a dirtier under the parent limit keeps memcg reclaim
+# running.  A guest that panics is the host's verdict (kernel trouble);
+# toggles.csv says how many cycles it completed first.
+shape_tracepoint_toggle() {
+	local cg round toggle t0 ev
+	case $TOGGLE_MODE in
+	enable) toggle=toggle_event_enable ;;
+	tracing-on) toggle=toggle_tracing_on ;;
+	*) die "TOGGLE_MODE=$TOGGLE_MODE: enable or tracing-on" ;;
+	esac
+	if [ -n "${TOGGLE_EVENTS:-}" ]; then
+		read -ra TOGGLE_EVENT_LIST <<<"$TOGGLE_EVENTS"
+	else
+		mapfile -t TOGGLE_EVENT_LIST < <(boot_trace_events)
+	fi
+	[ "${#TOGGLE_EVENT_LIST[@]}" -gt 0 ] ||
+		die "no events to toggle: TOGGLE_EVENTS is empty and the kernel command line has no trace_event="
+	for ev in "${TOGGLE_EVENT_LIST[@]}"; do
+		[ -f "/sys/kernel/tracing/events/$ev/enable" ] || die "no event $ev in /sys/kernel/tracing/events"
+		echo "$ev enable=$(cat "/sys/kernel/tracing/events/$ev/enable")"
+	done >"$OUT/toggle-events.txt"
+	if [ "$TOGGLE_MODE" = tracing-on ]; then
+		! grep -q 'enable=0' "$OUT/toggle-events.txt" ||
+			die "TOGGLE_MODE=tracing-on wants every event enabled from boot: $(grep 'enable=0' "$OUT/toggle-events.txt" | tr '\n' ' ')"
+	fi
+	cg=$(cg_of dirtier)
+	prepare_stick
+	lay_out_file /mnt/stick/dirty-1.dat "$DIRTY_FILE_MB"
+	apply_sysctls
+	drop_caches
+	set_parent_limit "$PARENT_MAX_MB"
+	stick_throttle on
+	start_sampler "$SLICE" "$cg"
+	start_dirtier dirtier /mnt/stick/dirty-1.dat
+	ramp_until_writeback "$cg"
+	phase_begin toggle
+	# The lab's own attribution over the phase in tracing-on mode (its
+	# coverage of pgscan is checked by the boot test).  Not in enable
+	# mode: its triggers keep the events soft-enabled, and writing 0 to
+	# an enable file would then patch nothing.
+	[ "$TOGGLE_MODE" = enable ] || start_attribution
+	echo "round,mode,start_s,end_s,dirtier_pgscan" >"$OUT/toggles.csv"
+	for round in $(seq "$TOGGLE_ROUNDS"); do
+		t0=$(uptime_s)
+		"$toggle" 1
+		sleep "$TOGGLE_ON_S"
+		"$toggle" 0
+		sleep "$TOGGLE_OFF_S"
+		echo "$round,$TOGGLE_MODE,$t0,$(uptime_s),$(memcg_stat "$cg" pgscan)" >>"$OUT/toggles.csv"
+		if [ $((round % 10)) -eq 0 ]; then
+			say "toggle round $round of $TOGGLE_ROUNDS ($TOGGLE_MODE)"
+			heartbeat "$cg"
+		fi
+		scope_running dirtier || die "the dirtier ended after $round toggle rounds"
+	done
+	stop_attribution
+	phase_end
+	stop_scope dirtier
+	stop_sampler
+}
+
 
 # A short end-to-end check of the whole lab: memcgs, sampler, fio on the
 # throttled stick.
@@ -1011,6 +1130,7 @@ finish_run() {
 }
 
 record_guest_provenance
+quiesce_tracing
 resolve_parameters
 choose_cgroup_mode
 apply_arm

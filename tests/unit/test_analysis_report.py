@@ -137,6 +137,23 @@ def test_report_lists_excluded_runs(results):
     assert "1 run(s) excluded" in open(os.path.join(out, "cover-letter.txt")).read()
 
 
+def test_report_counts_runs_the_guest_kernel_failed(results):
+    (results / (MGLRU + ".3") / "status.txt").write_text(
+        "result=failed\nreason=kernel trouble on the console: int3: 0000 [#1] PREEMPT SMP\n"
+        "failure_kind=kernel\nkernel_trouble=int3: 0000 [#1] PREEMPT SMP\n")
+    (results / (MGLRU + ".2") / "status.txt").write_text(
+        "result=failed\nreason=QEMU was killed from outside the lab (signal 9)\nfailure_kind=qemu\n")
+    out, ds = report.build(str(results), "vanilla", stamp="x")
+    crashed = pd.read_csv(os.path.join(out, "kernel-failures.csv"))
+    assert crashed.to_dict("records") == [{
+        "scenario": "dirty-neighbour", "arm": "mglru", "runs": 3, "kernel_failed": 1,
+        "example": "failed: result=failed kernel trouble on the console: int3: 0000 [#1] PREEMPT SMP"}]
+    md = open(os.path.join(out, "report.md")).read()
+    assert "## Runs the guest kernel failed" in md
+    assert "| dirty-neighbour | mglru | 3 | 1 |" in md
+    assert "1 run(s) failed by the guest kernel" in open(os.path.join(out, "cover-letter.txt")).read()
+
+
 def give_sampler_cost(results, run, params, pct, tail=""):
     with open(results / run / "params-resolved.env", "a") as f:
         f.write(params)

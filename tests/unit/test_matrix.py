@@ -58,3 +58,44 @@ def test_a_job_done_before_is_skipped(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "done before" in p.stderr
     assert not (tmp_path / "proactive").exists()
+
+
+def test_a_job_the_kernel_failed_is_counted_and_never_retried(tmp_path):
+    (tmp_path / "matrix-ledger.csv").write_text(
+        "scenario,arm,rep,result,run_folder,finished_utc,reason\n"
+        "proactive,vanilla,2,kernel-trouble,/x,2026-12-03T00:00:00Z,kernel trouble\n")
+    p = matrix("one", "proactive", "vanilla", "2", results=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "done before" in p.stderr
+    assert not (tmp_path / "proactive").exists()
+
+
+def job_result(rc, folder):
+    """matrix.sh's job_result, sourced without its last line (main)."""
+    script = f"source <(sed '$d' {MATRIX}); job_result {rc} {folder}"
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30,
+                       cwd=os.path.dirname(MATRIX))
+    assert p.returncode == 0, p.stderr
+    return p.stdout.splitlines()
+
+
+def test_results_are_classified_from_the_run_status(tmp_path):
+    panic = tmp_path / "panic"
+    panic.mkdir()
+    (panic / "status.txt").write_text(
+        "result=failed\nreason=kernel trouble on the console: int3: 0000 [#1] PREEMPT SMP, x\n"
+        "failure_kind=kernel\nkernel_trouble=int3: 0000 [#1] PREEMPT SMP\n")
+    hang = tmp_path / "hang"
+    hang.mkdir()
+    (hang / "status.txt").write_text("result=failed\nreason=guest hang: no console output for 180 s\n"
+                                     "failure_kind=kernel\nkernel_trouble=\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "status.txt").write_text("result=failed\nreason=scenario exit status 1 in the guest\n"
+                                      "failure_kind=scenario\nkernel_trouble=\n")
+    assert job_result(1, panic) == ["kernel-trouble",
+                                    "kernel trouble on the console: int3: 0000 [#1] PREEMPT SMP; x"]
+    assert job_result(1, hang)[0] == "kernel-trouble"
+    assert job_result(1, other) == ["failed", "scenario exit status 1 in the guest"]
+    assert job_result(0, other)[0] == "ok"
+    assert job_result(1, tmp_path / "none") == ["failed", "no status.txt"]
