@@ -131,6 +131,14 @@ choose_accelerator() {
 	fi
 }
 
+# What else the host was doing, at the start and the end of a run: TCG
+# guests share the host's cores, so a run beside another guest (or a
+# build) is slower in wall time and CPU shares, not in page counts.
+host_state() {
+	echo "host_load_$1=$(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "host_qemu_guests_$1=$(pgrep -c -x qemu-system-x86_64 || true)"
+}
+
 record_host_provenance() {
 	cp "$KBUILD/.config" "$RUN/kernel.config"
 	cat "$KBUILD/include/config/kernel.release" >"$RUN/kernel-release.txt"
@@ -150,6 +158,10 @@ record_host_provenance() {
 		echo "host_tsc_khz=${TSC_KHZ:-none}"
 		echo "kernel_flavour=$(basename "$KBUILD" | sed s/^kbuild-//)"
 		echo "host=$(uname -r) $(nproc) cpus"
+		host_state start
+		echo "host_name=$(hostname)"
+		echo "host_cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
+		echo "linux_source=$(dpkg-query -W -f='${Package} ${Version}' linux-source-6.1 2>/dev/null || echo unknown)"
 		echo "scenario=$NAME"
 		echo "arm=$ARM"
 		echo "set=${SET:-}"
@@ -481,6 +493,7 @@ main() {
 		boot_guest
 		watch_guest
 	fi
+	host_state end >>"$RUN/provenance.txt"
 	classify_run
 	/usr/bin/python3 "$LAB_ROOT/analysis/run_summary.py" "$RUN" >&2 || true
 	if [ -n "$FAILURE" ]; then

@@ -59,6 +59,14 @@ log "boot test: a guest that resets during boot is booted once more"
 MEMCG_LAB_TEST_RESET_S=2 MEMCG_LAB_RESULTS=$BOOT_RESULTS lab/run-scenario.sh smoke immediate
 LAB_RETRY_RUN=$(newest_run smoke immediate) /usr/bin/python3 -m pytest -q tests/boot/test_boot_retry_run.py
 
+# tracing-on: what the lab's tools switch (tracing_on, hist triggers),
+# never an event's enable file; its enable mode panics TCG guests.
+log "boot test: tracing switched on and off while memcg reclaim runs"
+MEMCG_LAB_RESULTS=$BOOT_RESULTS SET="TOGGLE_MODE=tracing-on TOGGLE_ROUNDS=20 GUEST_MEM_MB=512" \
+	lab/run-scenario.sh tracepoint-toggle activate
+LAB_TOGGLE_RUN=$(newest_run tracepoint-toggle activate) \
+	/usr/bin/python3 -m pytest -q tests/boot/test_tracepoint_toggle_run.py
+
 log "boot test: the patch series' invariant tests in the guest"
 MEMCG_LAB_RESULTS=$BOOT_RESULTS lab/run-scenario.sh immediate-invariants vanilla || true
 LAB_INVARIANTS_RUN=$(newest_run immediate-invariants vanilla) \

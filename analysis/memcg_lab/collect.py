@@ -19,6 +19,7 @@ OPTIONAL_TABLES = {
     "probe_histogram": load.HISTOGRAM_COLUMNS,
     "proactive": load.PROACTIVE_COLUMNS,
     "writeback_cp": ["iteration"] + load.ALLOC_KEYS,
+    "fio_bins": load.FIO_BIN_COLUMNS,
 }
 
 
@@ -64,7 +65,7 @@ class Dataset:
             if problems[i] is None:
                 try:
                     fio = r.fio()
-                    probe = r.probe_latencies()
+                    probe = r.probe_latencies(s["phase_window_s"])
                     optional = {name: getattr(r, name)() for name in OPTIONAL_TABLES}
                 except run.RunError as e:
                     row.update(valid=False, reason=f"unreadable: {e}")

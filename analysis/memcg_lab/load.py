@@ -97,6 +97,29 @@ def fio_clat(report, job_file):
     return rows
 
 
+FIO_REPORTS = ("fio-dirtier.json", "fio-neighbour.json")
+FIO_BIN_COLUMNS = ["fio", "job", "direction", "lat_us", "count"]
+
+
+def fio_clat_bins(report, job_file):
+    """Rows (job, direction, lat_us, count) of fio's json+ completion
+    latency histogram ("clat_ns": {"bins": {ns: count}}): what pooled
+    percentiles over several runs are computed from."""
+    rows = []
+    for job in report.get("jobs", []):
+        for direction in ("read", "write"):
+            bins = job.get(direction, {}).get("clat_ns", {}).get("bins")
+            if not bins:
+                continue
+            base = {"fio": job_file, "job": job["jobname"], "direction": direction}
+            try:
+                rows += [{**base, "lat_us": int(ns) / 1e3, "count": int(n)}
+                         for ns, n in bins.items()]
+            except (TypeError, ValueError) as e:
+                raise run.RunError(f"fio {job_file}: bad clat bin: {e}") from None
+    return rows
+
+
 def read_table(path, columns):
     """An optional CSV as a DataFrame with at least columns, or None
     without the file."""
@@ -227,19 +250,36 @@ class Run:
         return pd.DataFrame(run.load_phases(self.file("phases.csv")),
                             columns=["phase", "start_s", "end_s"])
 
-    def probe_latencies(self):
+    def probe_latencies(self, window=None):
+        """The probe's bursts; with window (start_s, end_s), those that
+        started in it (run.load_probe_latencies)."""
         path = self.file("probe-latency.csv")
         if not os.path.exists(path):
             return pd.DataFrame(columns=["start_s", "latency_us"])
-        return pd.read_csv(path)
+        df = pd.read_csv(path)
+        if window is not None:
+            df = df[(df["start_s"] >= window[0]) & (df["start_s"] < window[1])]
+        return df
 
     def fio(self):
         rows = []
-        for name in ("fio-dirtier.json", "fio-neighbour.json"):
+        for name in FIO_REPORTS:
             report = load_fio(self.file(name))
             if report is not None:
                 rows += fio_clat(report, name[len("fio-"):-len(".json")])
         return pd.DataFrame(rows, columns=["fio", "job", "direction", "stat", "value_us"])
+
+    def fio_bins(self):
+        """fio's completion latency histograms (json+), or None when no
+        report has them (runs from before json+)."""
+        rows = []
+        for name in FIO_REPORTS:
+            report = load_fio(self.file(name))
+            if report is not None:
+                rows += fio_clat_bins(report, name[len("fio-"):-len(".json")])
+        if not rows:
+            return None
+        return pd.DataFrame(rows, columns=FIO_BIN_COLUMNS)
 
     def attribution(self):
         return load_attribution(self.file("attribution.csv"))

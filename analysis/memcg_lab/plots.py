@@ -195,15 +195,25 @@ def latency_histogram(table, stem):
     return save(fig, stem)
 
 
-def clat_percentiles(fio, arms, stem, job="neighbour-read", direction="read"):
-    """fio completion latency percentiles per arm (fio reports a few
-    percentiles, not samples, so these are points, one per run)."""
+def clat_percentiles(fio, arms, stem, job="neighbour-read", direction="read", bins=None):
+    """fio completion latency per arm: the CDF of its json+ histograms
+    pooled over the arm's runs where every run has them, otherwise the
+    few percentiles fio reported, as points, one line per run."""
     sel = fio[(fio["job"] == job) & (fio["direction"] == direction)
               & fio["stat"].str.match(r"^p[0-9.]+$")]
     if sel.empty:
         return []
     fig, ax = plt.subplots(figsize=(6, 4))
     for arm in arms:
+        runs = set(sel[sel["arm"] == arm]["run"])
+        b = None if bins is None else bins[(bins["arm"] == arm) & (bins["job"] == job)
+                                           & (bins["direction"] == direction)]
+        if runs and b is not None and runs <= set(b["run"]):
+            pooled = b.groupby("lat_us")["count"].sum().sort_index()
+            cdf = pooled.cumsum() / pooled.sum()
+            ax.step(pooled.index.to_numpy() / 1e3, cdf.to_numpy(), where="post",
+                    color=arm_colour(arm), label=f"{arm} ({len(runs)} runs pooled)")
+            continue
         for i, (_, f) in enumerate(sel[sel["arm"] == arm].groupby("run")):
             q = f["stat"].str[1:].astype(float).to_numpy()
             order = np.argsort(q)

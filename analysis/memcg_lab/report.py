@@ -111,7 +111,8 @@ def scenario_section(ds, scenario, out, baseline_wanted):
     cmp_md = tables.compare_markdown(cmp, scenario)
     write_table(sdir, "compare", cmp, text, cmp_md)
     probe = of_scenario(ds.probe, scenario)
-    pct = stats.latency_percentiles(probe, of_scenario(ds.fio, scenario), arms)
+    pct = stats.latency_percentiles(probe, of_scenario(ds.fio, scenario), arms,
+                                    of_scenario(ds.fio_bins, scenario))
     pct_text = tables.percentile_text(pct)
     write_table(sdir, "percentiles", pct, pct_text)
     file_md, file_text, file_figs = file_sections(ds, scenario, arms, baseline, sdir)
@@ -126,7 +127,8 @@ def scenario_section(ds, scenario, out, baseline_wanted):
     figs += plots.latency_cdf(probe, arms, os.path.join(sdir, "probe-latency-cdf"))
     figs += file_figs
     figs += plots.clat_percentiles(of_scenario(ds.fio, scenario), arms,
-                                   os.path.join(sdir, "fio-clat"))
+                                   os.path.join(sdir, "fio-clat"),
+                                   bins=of_scenario(ds.fio_bins, scenario))
     attr = of_scenario(ds.attribution, scenario)
     if attr.empty:
         md += ["- attribution heat map: skipped, no run has attribution.csv "

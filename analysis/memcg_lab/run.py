@@ -250,11 +250,15 @@ def percentile(values, q):
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
-def load_probe_latencies(path):
+def load_probe_latencies(path, start=None, end=None):
+    """The probe's burst latencies (us); with a window, only the bursts
+    that started in it (the measured phase ends at NEIGHBOUR_S, and a
+    burst begun after it belongs to the tail)."""
     if not os.path.exists(path):
         return []
     with open(path, newline="") as f:
-        return [float(r["latency_us"]) for r in csv.DictReader(f)]
+        return [float(r["latency_us"]) for r in csv.DictReader(f)
+                if start is None or start <= float(r["start_s"]) < end]
 
 
 SAMPLER_COST = re.compile(
@@ -444,7 +448,8 @@ def summarise(run_dir):
     name, start, end = measured_phase(phases)
     mode = cgroup_mode(series)
     summary = {"run": os.path.abspath(run_dir), "phase": name, "cgroup_mode": mode,
-               "phase_s": round(end - start, 3), "counters": {}}
+               "phase_s": round(end - start, 3), "phase_window_s": [start, end],
+               "counters": {}}
     dirtiers = dirtier_cgroups(series)
     extra = [(cg, key) for cg in dirtiers if cg != DIRTIER for key in DIRTIER_KEYS]
     for cgroup, key in COUNTERS + extra:
@@ -463,7 +468,7 @@ def summarise(run_dir):
     stolen = summary["counters"].get(f"{slice_cg}:memory.stat.pgsteal")
     if scanned:
         summary["parent_reclaim_efficiency"] = stolen / scanned
-    lat = load_probe_latencies(os.path.join(run_dir, "probe-latency.csv"))
+    lat = load_probe_latencies(os.path.join(run_dir, "probe-latency.csv"), start, end)
     if lat:
         summary["probe_latency_us"] = {
             "n": len(lat), "p50": percentile(lat, 50), "p90": percentile(lat, 90),

@@ -82,11 +82,27 @@ def compare(metric_table, arms, baseline, metric_list=mx.METRICS):
     return pd.DataFrame(rows)
 
 
-def latency_percentiles(probe, fio, arms):
+def binned_percentile(values, counts, q):
+    """The q-th percentile (0-100) of a histogram: the least bin value
+    whose cumulative count reaches q% of the total (fio's own rule for
+    its percentiles)."""
+    order = np.argsort(values)
+    v, c = np.asarray(values, dtype=float)[order], np.asarray(counts, dtype=float)[order]
+    cum = np.cumsum(c)
+    return float(v[np.searchsorted(cum, cum[-1] * q / 100.0)])
+
+
+def latency_percentiles(probe, fio, arms, fio_bins=None):
     """Rows (source, arm, n, p50, p90, p99, max) in ms.  Probe bursts of
-    all runs of an arm are pooled; fio only reports percentiles per run,
-    so its rows are the mean over runs of each run's percentile."""
+    all runs of an arm are pooled.  fio's json+ latency histograms
+    (fio_bins, a collect.Dataset.fio_bins table) of all runs of an arm
+    are summed and the percentiles taken of the sum, n being the I/Os;
+    for an arm with a run without histograms (runs from before json+)
+    the row is the mean over runs of each run's percentile, and says so:
+    a mean of p99s is not a p99."""
     rows = []
+    bins = fio_bins if fio_bins is not None else pd.DataFrame(
+        columns=["arm", "run", "job", "direction", "lat_us", "count"])
     for arm in arms:
         lat = probe[probe["arm"] == arm]["latency_us"].to_numpy(dtype=float) / 1e3
         if len(lat):
@@ -95,12 +111,24 @@ def latency_percentiles(probe, fio, arms):
                                            for q in PERCENTILES},
                          "max": float(lat.max())})
         for (job, direction), f in fio[fio["arm"] == arm].groupby(["job", "direction"]):
+            runs = set(f["run"])
+            b = bins[(bins["arm"] == arm) & (bins["job"] == job) & (bins["direction"] == direction)]
+            if runs and runs <= set(b["run"]):
+                pooled = b.groupby("lat_us")["count"].sum()
+                values, counts = pooled.index.to_numpy(), pooled.to_numpy()
+                rows.append({"source": f"fio {job} {direction} clat (pooled, {len(runs)} runs)",
+                             "arm": arm, "n": int(counts.sum()),
+                             **{f"p{q}": binned_percentile(values, counts, q) / 1e3
+                                for q in PERCENTILES},
+                             "max": float(values[counts > 0].max()) / 1e3})
+                continue
             per_run = f.pivot_table(index="run", columns="stat", values="value_us")
             wanted = [f"p{q}" for q in PERCENTILES] + ["max"]
             if not set(wanted) <= set(per_run.columns):
                 continue
             means = per_run[wanted].mean() / 1e3
-            rows.append({"source": f"fio {job} {direction} clat (mean of runs)", "arm": arm,
+            rows.append({"source": f"fio {job} {direction} clat (mean of per-run percentiles: "
+                         "no json+ bins)", "arm": arm,
                          "n": len(per_run), **means.to_dict()})
     return pd.DataFrame(rows, columns=["source", "arm", "n"] + [f"p{q}" for q in PERCENTILES]
                         + ["max"])

@@ -95,6 +95,13 @@ def arm_problems(runs):
     overrides."""
     builds = {i: r.build_id for i, r in runs.items()}
     problems = _odd_ones_out(builds, "kernel build id")
+    # TCG wall time and CPU shares depend on the host's CPU and on the
+    # accelerator (one thread per vCPU or one for all): a cell holds runs
+    # of one host CPU and one accelerator string.
+    for key, what in (("accel", "accelerator"), ("host_cpu", "host CPU")):
+        values = {i: r.provenance.get(key, "unrecorded") for i, r in runs.items()
+                  if i not in problems}
+        problems.update(_odd_ones_out(values, what))
     # Before lab commit de0def3 a TCG guest's clocks fell to jiffies (1 ms):
     # latencies, PSI and CPU times of such runs are not to be averaged with
     # those of runs on the TSC.

@@ -49,6 +49,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <signal.h>
@@ -405,23 +406,29 @@ static void tracefs_path(char *path, size_t size, const char *event,
 }
 
 /*
- * Appends VAL to a tracefs file: O_APPEND, never O_TRUNC, because opening
- * a trigger file with O_TRUNC removes every trigger of the event (the
- * throttle hist of the lab's runner among them).
+ * Appends PREFIX VAL to a tracefs file in one write(): O_APPEND, never
+ * O_TRUNC, because opening a trigger file with O_TRUNC removes every
+ * trigger of the event (the throttle hist of the lab's runner among
+ * them).  Not fopen("a"): it seeks to the end, which synthetic_events
+ * (a seq_file) refuses with EINVAL.
  */
 static int append_tracefs(const char *event, const char *file,
 			  const char *prefix, const char *val, bool quiet)
 {
-	char path[PATH_MAX];
-	int ret = 0;
-	FILE *f;
+	char path[PATH_MAX], line[1024];
+	int fd, len, ret = 0;
 
 	tracefs_path(path, sizeof(path), event, file);
-	f = fopen(path, "ae");
-	if (!f || fprintf(f, "%s%s\n", prefix, val) < 0 || fclose(f) == EOF) {
+	len = snprintf(line, sizeof(line), "%s%s\n", prefix, val);
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0 || write(fd, line, len) != len)
+		ret = -1;
+	if (ret && !quiet)
+		fprintf(stderr, "lab-reclaim-attrib: %s: %s: %s%s\n", path,
+			strerror(errno), prefix, val);
+	if (fd >= 0 && close(fd) && !ret) {
 		if (!quiet)
-			fprintf(stderr, "lab-reclaim-attrib: %s: %s: %s%s\n", path,
-				strerror(errno), prefix, val);
+			fprintf(stderr, "lab-reclaim-attrib: %s: %s\n", path, strerror(errno));
 		ret = -1;
 	}
 	return ret;
@@ -968,6 +975,9 @@ int main(int argc, char **argv)
 		remove_all();
 		return 1;
 	}
+	/* The runner waits for this line before its measured phase. */
+	fprintf(stderr, "lab-reclaim-attrib: %s, %zu hists%s installed\n",
+		patched ? "patched" : "vanilla", n, have_passes ? " and pass timing" : "");
 	nap.tv_sec = poll_ms / 1000;
 	nap.tv_nsec = poll_ms % 1000 * 1000000L;
 	while (!stop) {

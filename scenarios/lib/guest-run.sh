@@ -106,6 +106,8 @@ record_guest_provenance() {
 		echo "CONFIG_IKCONFIG_PROC not available" >"$OUT/guest-kernel.config"
 	cp /proc/meminfo "$OUT/meminfo-start.txt"
 	cp /proc/vmstat "$OUT/vmstat-start.txt"
+	dpkg-query -W -f='${Package} ${Version}\n' >"$OUT/rootfs-packages.txt" 2>/dev/null ||
+		echo "dpkg-query failed" >"$OUT/rootfs-packages.txt"
 	{
 		echo "cgroup_fs=$(stat -fc %T "$CGROOT")"
 		echo "lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
@@ -388,7 +390,7 @@ start_dirtier() {
 	shift $(($# < 3 ? $# : 3))
 	run_in_scope "$name" "$@" -- env DIRTY_FILE="$file" \
 		DIRTY_FILE_MB="$DIRTY_FILE_MB" DIRTY_RUNTIME_S="$DIRTY_RUNTIME_S" \
-		fio --output-format=json --output="$OUT/fio-$name.json" "$LAB/fio/$job"
+		fio --output-format=json+ --output="$OUT/fio-$name.json" "$LAB/fio/$job"
 }
 
 # fio writes its JSON report on SIGINT, but a writer blocked behind a
@@ -480,8 +482,18 @@ ramp_until_writeback() {
 # is in attribution.csv.meta).
 ATTRIB_PID=
 start_attribution() {
+	local i
 	lab-reclaim-attrib -r "$CGROOT" -o "$OUT/attribution.csv" 2>>"$OUT/attribution.log" &
 	ATTRIB_PID=$!
+	# Its hists are in place when it says so; a tool that failed to set
+	# them up fails the run now, not after the phase it was to measure.
+	for i in $(seq 150); do
+		grep -q 'installed$' "$OUT/attribution.log" 2>/dev/null && return 0
+		kill -0 "$ATTRIB_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	wait "$ATTRIB_PID" || true
+	die "lab-reclaim-attrib did not start: $(tail -n 3 "$OUT/attribution.log")"
 }
 
 stop_attribution() {
@@ -509,14 +521,31 @@ start_neighbour_phase() {
 	list_members >"$OUT/cgroups-seen.txt"
 }
 
+# The measured phase ends NEIGHBOUR_S after it began, or earlier if the
+# neighbour is done: its reader and probe stop taking new work at
+# NEIGHBOUR_S but finish what they are in, which under reclaim took up to
+# 50 s more.  That tail is a phase of its own (neighbour-tail), so that
+# every run measures the same length of time.
 finish_neighbour_phase() {
+	local end left
+	end=$(awk -v s="$PHASE_START" -v d="$NEIGHBOUR_S" 'BEGIN { printf "%.2f", s + d }')
 	while scope_running neighbour; do
+		left=$(awk -v e="$end" -v now="$(uptime_s)" 'BEGIN { l = e - now; print (l > 5 ? 5 : l > 0 ? l : 0) }')
+		[ "$left" != 0 ] || break
 		heartbeat "$1"
-		sleep 5
+		sleep "$left"
 	done
-	wait "${SCOPE_PID[neighbour]}" || die "neighbour failed"
 	stop_attribution
 	phase_end
+	if scope_running neighbour; then
+		phase_begin neighbour-tail
+		while scope_running neighbour; do
+			heartbeat "$1"
+			sleep 1
+		done
+		phase_end
+	fi
+	wait "${SCOPE_PID[neighbour]}" || die "neighbour failed"
 }
 
 # --- shapes -------------------------------------------------------------

@@ -169,6 +169,20 @@ def test_runs_from_before_the_tsc_fix_are_kept_apart(tmp_path):
     assert r[VANILLA + ".3"].startswith("mixed arm: guest TSC kHz (host_tsc_khz) 2596128 differs")
 
 
+@pytest.mark.parametrize("key,value,what", [
+    ("accel", "tcg,thread=single", "accelerator"),
+    ("host_cpu", "AMD EPYC 7B13", "host CPU")])
+def test_runs_of_another_accelerator_or_host_cpu_are_not_averaged_in(tmp_path, key, value,
+                                                                     what):
+    for n in ("", ".2", ".3"):
+        copy_run(tmp_path, VANILLA, VANILLA + n)
+        with open(tmp_path / (VANILLA + n) / "provenance.txt", "a") as f:
+            f.write(f"{key}={value if n == '.3' else 'x'}\n")
+    r = reasons(tmp_path)
+    assert r[VANILLA] == "" and r[VANILLA + ".2"] == ""
+    assert r[VANILLA + ".3"].startswith(f"mixed arm: {what} {value} differs from the arm's x")
+
+
 def test_build_ids_without_majority_exclude_the_arm(tmp_path):
     copy_run(tmp_path, VANILLA)
     copy_run(tmp_path, VANILLA, VANILLA + ".2")

@@ -1,11 +1,15 @@
 """memcg_lab.stats and the % convention of memcg_lab.metrics, against
 values computed by hand."""
 import math
+import os
 
 import pandas as pd
 import pytest
 
-from memcg_lab import metrics, stats
+from memcg_lab import load, metrics, stats
+
+FIO_FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "fixtures", "fio")
 
 
 def table(values):
@@ -85,8 +89,41 @@ def test_latency_percentiles_pool_probe_bursts_and_average_fio_runs():
     pr = p.loc["probe fault latency (pooled bursts)"]
     assert pr["n"] == 5
     assert (pr["p50"], pr["p90"], pr["max"]) == pytest.approx((3.0, 4.6, 5.0))  # ms
-    f = p.loc["fio j read clat (mean of runs)"]
+    f = p.loc["fio j read clat (mean of per-run percentiles: no json+ bins)"]
     assert (f["n"], f["p50"], f["max"]) == (2, 2.0, 8.0)  # mean of 1 and 3 ms; 4 and 12 ms
+
+
+def test_fio_percentiles_come_from_the_runs_histograms_pooled():
+    # r1: 90 reads at 1 ms, 10 at 100 ms; r2: 100 at 2 ms.  Pooled: 200
+    # reads, p50 2 ms, p90 2 ms (180th), p99 100 ms; a mean of the runs'
+    # p99s would be 51 ms, a latency no read had.
+    fio = pd.DataFrame([{"arm": "a", "run": r, "job": "j", "direction": "read",
+                         "stat": s, "value_us": v}
+                        for r, p99 in [("r1", 100000), ("r2", 2000)]
+                        for s, v in [("p50", 1000), ("p90", 1000), ("p99", p99),
+                                     ("max", p99)]])
+    bins = pd.DataFrame([{"arm": "a", "run": r, "job": "j", "direction": "read",
+                          "lat_us": lat, "count": n}
+                         for r, lat, n in [("r1", 1000, 90), ("r1", 100000, 10), ("r2", 2000, 100)]])
+    p = stats.latency_percentiles(pd.DataFrame(columns=["arm", "latency_us"]), fio, ["a"],
+                                  bins).set_index("source")
+    f = p.loc["fio j read clat (pooled, 2 runs)"]
+    assert (f["n"], f["p50"], f["p90"], f["p99"], f["max"]) == (200, 2.0, 2.0, 100.0, 100.0)
+    # an arm with one run lacking bins falls back, and says so
+    p = stats.latency_percentiles(pd.DataFrame(columns=["arm", "latency_us"]), fio, ["a"],
+                                  bins[bins["run"] == "r1"]).set_index("source")
+    assert "fio j read clat (mean of per-run percentiles: no json+ bins)" in p.index
+
+
+def test_binned_percentiles_reproduce_fios_own_on_a_real_report():
+    report = load.load_fio(os.path.join(FIO_FIXTURES, "neighbour-read-jsonplus.json"))
+    rows = pd.DataFrame(load.fio_clat_bins(report, "neighbour"))
+    clat = report["jobs"][0]["read"]["clat_ns"]
+    assert rows["count"].sum() == clat["N"]
+    assert set(rows["direction"]) == {"read"}
+    for q, want_ns in clat["percentile"].items():
+        got = stats.binned_percentile(rows["lat_us"], rows["count"], float(q))
+        assert got == want_ns / 1e3
 
 
 def test_share_while_probing_uses_the_samples_inside_the_probe_window():

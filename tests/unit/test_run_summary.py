@@ -316,3 +316,42 @@ def test_a_broken_sampler_cost_file_is_an_error(tmp_path, body, why):
     (tmp_path / "sampler-cost.csv").write_text(SAMPLER_COST_HEADER + body)
     with pytest.raises(run.RunError, match=why):
         run.summarise(tmp_path)
+
+
+def test_probe_bursts_count_only_when_they_start_in_the_measured_phase(tmp_path):
+    # the neighbour-tail phase after NEIGHBOUR_S is not measured
+    write_run(tmp_path, [(10, NEIGHBOUR, PSI, 0), (12, NEIGHBOUR, PSI, 5)],
+              [("neighbour", 10, 12), ("neighbour-tail", 12, 30)])
+    (tmp_path / "probe-latency.csv").write_text(
+        "start_s,latency_us\n9.5,1\n10.0,100\n11.9,300\n12.0,9000000\n")
+    s = run.summarise(tmp_path)
+    assert s["phase"] == "neighbour" and s["phase_window_s"] == [10, 12]
+    assert s["probe_latency_us"]["n"] == 2
+    assert s["probe_latency_us"]["max"] == 300
+
+
+def write_attribution(path, rows, pgscan, meta="mode=patched\nsource=hist\nhist_dropped=0\n"):
+    (path / "attribution.csv").write_text(
+        "reclaimer_cgroup,scanned_cgroup,nr_scanned,nr_reclaimed,reclaim_ns,events,"
+        "target_cgroup,lru,nr_writeback,nr_immediate\n"
+        + "".join(f"{r},{s},{n},0,0,1,lab.slice,{lru},0,0\n" for r, s, n, lru in rows))
+    (path / "attribution.csv.pgscan").write_text(
+        "cgroup,pgscan_start,pgscan_end\n" + "".join(f"{cg},{a},{b}\n" for cg, a, b in pgscan))
+    (path / "attribution.csv.meta").write_text(meta)
+
+
+def test_attribution_coverage_compares_scanned_pages_with_each_leaf_pgscan(tmp_path):
+    write_run(tmp_path, [(10, NEIGHBOUR, PSI, 0), (12, NEIGHBOUR, PSI, 5)],
+              [("neighbour", 10, 12)])
+    write_attribution(tmp_path, [
+        (NEIGHBOUR, DIRTIER, 700, "file"), ("kswapd", DIRTIER, 280, "file"),
+        (NEIGHBOUR, DIRTIER, 10, "anon"), (NEIGHBOUR, "-", 0, "-"),
+        (NEIGHBOUR, NEIGHBOUR, 50, "file")],
+        [("/", 0, 5000), ("lab.slice", 100, 1100), (DIRTIER, 0, 1000), (NEIGHBOUR, 0, 50),
+         ("system.slice/idle.service", 7, 7)])
+    cov = run.summarise(tmp_path)["attribution_coverage"]
+    assert cov["memcgs"] == {DIRTIER: {"pgscan": 1000, "attributed": 990, "ratio": 0.99},
+                             NEIGHBOUR: {"pgscan": 50, "attributed": 50, "ratio": 1.0}}
+    assert (cov["source"], cov["hist_dropped"]) == ("hist", 0)
+    text = run.format_summary(run.summarise(tmp_path))
+    assert f"  {DIRTIER:40s}        990 of       1000  99.0%" in text
