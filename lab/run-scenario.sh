@@ -86,6 +86,30 @@ load_host_parameters() {
 	: "${GUEST_CPUS:=2}"
 }
 
+# Refuses a run that would run out of disk, before the boot: its scratch
+# disks (sparse, but the dirtier fills most of the stick and the
+# neighbour its read file) in the cache, and room for the run folder
+# (samples at 10 Hz, console, journal) in the results.
+RUN_FOLDER_MB=200
+check_free_space() {
+	local disks_dir=$LAB_CACHE/disks need_cache need_results free_cache free_results
+	local what="the scratch disks (STICK_SIZE_MB + FAST_SIZE_MB)"
+	mkdir -p "$disks_dir" "$RESULTS"
+	need_cache=$((STICK_SIZE_MB + FAST_SIZE_MB))
+	need_results=$RUN_FOLDER_MB
+	free_cache=$(df -Pm "$disks_dir" | awk 'NR == 2 {print $4}')
+	free_results=$(df -Pm "$RESULTS" | awk 'NR == 2 {print $4}')
+	if [ "$(stat -c %d "$disks_dir")" = "$(stat -c %d "$RESULTS")" ]; then
+		need_cache=$((need_cache + need_results))
+		need_results=0
+		what+=" and the run folder"
+	fi
+	[ "$free_cache" -ge "$need_cache" ] ||
+		die "not enough disk for the run: $disks_dir has $free_cache MiB free, $what need $need_cache MiB"
+	[ "$free_results" -ge "$need_results" ] ||
+		die "not enough disk for the run folder: $RESULTS has ${free_results} MiB free, a run needs about $RUN_FOLDER_MB MiB"
+}
+
 # Claims a fresh folder: results are never overwritten.
 claim_run_folder() {
 	local base n=1
@@ -136,7 +160,7 @@ choose_accelerator() {
 # build) is slower in wall time and CPU shares, not in page counts.
 host_state() {
 	echo "host_load_$1=$(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "host_qemu_guests_$1=$(pgrep -c -x qemu-system-x86_64 || true)"
+	echo "host_qemu_guests_$1=$(pgrep -c -f '^qemu-system-x86_64( |$)' || true)"
 }
 
 record_host_provenance() {
@@ -473,6 +497,7 @@ main() {
 	choose_accelerator
 	TSC_KHZ=$(host_tsc_khz)
 	[ -n "$TSC_KHZ" ] || log "the host's TSC frequency is unknown: under TCG the guest's clocks may fall back to jiffies (1 ms)"
+	check_free_space
 	claim_run_folder
 	log "run folder: $RUN"
 	record_host_provenance

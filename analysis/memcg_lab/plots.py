@@ -6,6 +6,7 @@ returns the files written.  Arms keep one colour in every figure.
 import matplotlib
 
 matplotlib.use("Agg")  # headless: make report runs without a display
+import matplotlib.colors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -61,11 +62,15 @@ def timeseries(r, stem):
     _, t0, _ = run.measured_phase(list(phases.itertuples(index=False, name=None)))
     fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
     ax = axes[0]
-    for key, style in [("inactive_file", "-"), ("active_file", "--"), ("file_dirty", ":"),
-                       ("file_writeback", "-.")]:
+    # "immediate" is the series' LRU_IMMEDIATE list (parked folios under
+    # writeback): drawn wherever the kernel has it, or the reader cannot
+    # see where the file pages went under the immediate arm.
+    for key, style in [("inactive_file", "-"), ("active_file", "--"), ("immediate", "-"),
+                       ("file_dirty", ":"), ("file_writeback", "-.")]:
         s = r.series(run.DIRTIER, "memory.stat." + key)
         if len(s):
-            ax.plot(s.index - t0, s.to_numpy() / MIB, style, label=key)
+            ax.plot(s.index - t0, s.to_numpy() / MIB, style, label=key,
+                    lw=2.5 if key == "immediate" else None)
     ax.set_ylabel("dirtier memory.stat (MiB)")
     legend(ax, loc="upper right")
     ax = axes[1]
@@ -227,6 +232,17 @@ def clat_percentiles(fio, arms, stem, job="neighbour-read", direction="read", bi
     return save(fig, stem)
 
 
+def heatmap_norm(values):
+    """A log colour scale over the positive values (None if there are
+    none): the dirtier's lruvec holds 100x the scans of any other cell,
+    and a linear scale hides the neighbour's own lruvec."""
+    positive = values[values > 0]
+    if not positive.size:
+        return None
+    return matplotlib.colors.LogNorm(vmin=max(positive.min(), 1),
+                                     vmax=max(positive.max(), 10))
+
+
 def attribution_heatmap(attribution, arm, stem):
     """Who scanned whose pages: nr_scanned summed over an arm's runs,
     reclaimer cgroup by row, owner of the scanned pages by column."""
@@ -236,13 +252,15 @@ def attribution_heatmap(attribution, arm, stem):
     m = sel.pivot_table(index="reclaimer_cgroup", columns="scanned_cgroup",
                         values="nr_scanned", aggfunc="sum", fill_value=0)
     fig, ax = plt.subplots(figsize=(1.5 + 1.2 * m.shape[1], 1.2 + 0.6 * m.shape[0]))
-    im = ax.imshow(m.to_numpy(), cmap="viridis", aspect="auto")
+    values = m.to_numpy(dtype=float)
+    im = ax.imshow(np.where(values > 0, values, np.nan), cmap="viridis", aspect="auto",
+                   norm=heatmap_norm(values))
     ax.set_xticks(range(m.shape[1]), m.columns, rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(m.shape[0]), m.index, fontsize=8)
     for (i, j), v in np.ndenumerate(m.to_numpy()):
         ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=7, color="w")
     ax.set_xlabel("cgroup owning the scanned pages")
     ax.set_ylabel("reclaiming cgroup")
-    fig.colorbar(im, ax=ax, label="pages scanned")
+    fig.colorbar(im, ax=ax, label="pages scanned (log scale; blank: none)")
     ax.set_title(f"{arm}: reclaim attribution", fontsize=10)
     return save(fig, stem)

@@ -229,7 +229,8 @@ def load_parameters(path):
 
 def precondition_threshold(params):
     raw = params.get("PRECONDITION_WRITEBACK_SHARE")
-    if raw is None:
+    # "none": a scenario built on another that states one (the floors)
+    if raw is None or raw == "none":
         return None
     try:
         share = float(raw)
@@ -414,6 +415,36 @@ def sampler_intervals(interval, slow, slow_cgroups=None, vmstat_slow=None):
     return at
 
 
+# The floor scenarios' preconditions: (parameter, memory.stat key, "at
+# least" or "at most", what it says), each judged on the dirtier's
+# median over the measured phase, in MiB.
+FOOTPRINT_CHECKS = [
+    ("PRECONDITION_PINNED_MB", "shmem", "at least", "pinned tmpfs (shmem)"),
+    ("PRECONDITION_WRITEBACK_MAX_MB", "file_writeback", "at most", "file_writeback"),
+]
+
+
+def footprint_checks(series, params, start, end, mode):
+    """[{"what", "limit_mib", "median_mib", "met"}] for the footprint
+    preconditions the scenario states (FOOTPRINT_CHECKS)."""
+    checks = []
+    for param, key, how, what in FOOTPRINT_CHECKS:
+        raw = params.get(param)
+        if raw is None:
+            continue
+        try:
+            limit = float(raw)
+        except ValueError:
+            raise RunError(f"{param}={raw!r} is not a number") from None
+        name = actual_name(mode, DIRTIER, "memory.stat." + key)
+        values = [v / (1 << 20) for _, v in in_window(series.get(name, []), start, end)]
+        median = percentile(values, 50) if values else None
+        met = median is not None and (median >= limit if how == "at least" else median <= limit)
+        checks.append({"what": f"dirtier {what} {how} {limit:g} MiB", "limit_mib": limit,
+                       "median_mib": median, "met": met})
+    return checks
+
+
 def judge_precondition(series, dirtiers, threshold, start, end, mode):
     """The precondition over the measured phase, judged per dirtier: with
     several, every one must meet it, and the top-level figures are those of
@@ -462,6 +493,11 @@ def summarise(run_dir):
     threshold = precondition_threshold(params)
     summary["precondition"] = judge_precondition(series, dirtiers, threshold,
                                                  start, end, mode)
+    checks = footprint_checks(series, params, start, end, mode)
+    if checks:
+        pre = summary["precondition"]
+        pre["footprint"] = checks
+        pre["met"] = all(c["met"] for c in checks) and pre["met"] is not False
 
     slice_cg = actual_name(mode, SLICE, "")[0]
     scanned = summary["counters"].get(f"{slice_cg}:memory.stat.pgscan")
@@ -491,8 +527,12 @@ def summarise(run_dir):
 def format_summary(s):
     lines = [f"run {s['run']}", f"measured phase: {s['phase']} ({s['phase_s']} s)"]
     pre = s["precondition"]
+    for c in pre.get("footprint", []):
+        got = "no samples" if c["median_mib"] is None else f"median {c['median_mib']:.1f} MiB"
+        lines.append(f"precondition ({c['what']}): {'MET' if c['met'] else 'NOT MET'}, {got}")
     if pre["threshold"] is None:
-        lines.append("precondition: none stated by the scenario")
+        if not pre.get("footprint"):
+            lines.append("precondition: none stated by the scenario")
     elif not pre["samples"]:
         lines.append("precondition: NOT MET (no dirtier samples in the measured phase)")
     else:

@@ -57,6 +57,11 @@ def run_problem(r, summary, error=None):
     if summary is None:
         return f"unreadable: {error}"
     pre = summary["precondition"]
+    failed = [c for c in pre.get("footprint", []) if not c["met"]]
+    if failed:
+        c = failed[0]
+        got = "no samples" if c["median_mib"] is None else f"median {c['median_mib']:.1f} MiB"
+        return f"precondition not met: {c['what']} ({got})"
     if pre["met"] is False and r.arm not in PRECONDITION_IS_OUTCOME:
         median = pre.get("writeback_of_file_lru_median")
         got = "no dirtier samples" if median is None else f"median {median:.1%}"

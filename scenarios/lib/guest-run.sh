@@ -535,8 +535,10 @@ finish_neighbour_phase() {
 		heartbeat "$1"
 		sleep "$left"
 	done
-	stop_attribution
+	# The phase ends on time; the attribution tool's last read of its
+	# hists (seconds under TCG) comes after.
 	phase_end
+	stop_attribution
 	if scope_running neighbour; then
 		phase_begin neighbour-tail
 		while scope_running neighbour; do
@@ -668,23 +670,62 @@ shape_smoke() {
 # machine (neither).
 # With SAMPLER_COST_CONFIGS (the sampler-cost scenario), the neighbour
 # phase also measures lab-sampler's own cost (measure_sampler_configs).
+# With PIN_MB (the pinned-floor scenario) the "dirtier" writes nothing:
+# it holds PIN_MB of tmpfs, memory reclaim cannot take without swap, in
+# place of the writeback a real dirtier holds (pinned_floor_dirtier).
 shape_dirty_neighbour() {
 	local cg nb dirtier_props=()
 	[ -z "${SAMPLER_COST_CONFIGS:-}" ] || check_sampler_configs
 	cg=$(cg_of dirtier)
 	nb=$(cg_of neighbour)
-	prepare_disks 1
+	prepare_disks "$([ -n "${PIN_MB:-}" ] && echo 0 || echo 1)"
 	[ -n "${PARENT_MAX_MB:-}" ] && set_parent_limit "$PARENT_MAX_MB"
 	[ -n "${DIRTIER_MAX_MB:-}" ] && dirtier_props=(MemoryMax="${DIRTIER_MAX_MB}M")
 	start_sampler "$SLICE" "$cg" "$nb"
-	start_dirtier dirtier /mnt/stick/dirty-1.dat "${DIRTIER_JOB:-dirtier.fio}" \
-		"${dirtier_props[@]}"
-	ramp_until_writeback "$cg"
+	if [ -n "${PIN_MB:-}" ]; then
+		start_pinned_dirtier dirtier "${dirtier_props[@]}"
+		ramp_until_pinned "$cg"
+	else
+		start_dirtier dirtier /mnt/stick/dirty-1.dat "${DIRTIER_JOB:-dirtier.fio}" \
+			"${dirtier_props[@]}"
+		ramp_until_writeback "$cg"
+	fi
 	start_neighbour_phase
 	[ -z "${SAMPLER_COST_CONFIGS:-}" ] || measure_sampler_configs "$SLICE" "$cg" "$nb"
 	finish_neighbour_phase "$cg"
-	stop_scope dirtier
+	# dd and sleep were started in the background: SIGINT is ignored.
+	stop_scope dirtier "$([ -n "${PIN_MB:-}" ] && echo SIGTERM || echo SIGINT)"
 	stop_sampler
+}
+
+# The floor's footprint: PIN_MB written to a tmpfs file from member NAME
+# (charged to its memcg), held until the member is stopped.  tmpfs is
+# swap-backed and the guest has no swap, so reclaim never scans it: the
+# neighbour meets the same full parent as beside a dirtier whose file
+# pages are all under writeback, with nothing a reclaim policy can do.
+start_pinned_dirtier() {
+	local name=$1
+	shift
+	mkdir -p /mnt/pin
+	mount -t tmpfs -o "size=$((PIN_MB + 16))M" lab-pin /mnt/pin || die "cannot mount tmpfs on /mnt/pin"
+	# shellcheck disable=SC2016 # expanded by the scope's bash
+	run_in_scope "$name" "$@" -- bash -c \
+		'dd if=/dev/zero of=/mnt/pin/pin.dat bs=1M count="$1" status=none && exec sleep infinity' \
+		pin "$PIN_MB"
+}
+
+# Until the pinned member holds PIN_MB (memory.stat shmem), or RAMP_MAX_S.
+ramp_until_pinned() {
+	local t=0
+	phase_begin ramp
+	while [ $t -lt "$RAMP_MAX_S" ]; do
+		sleep 1
+		t=$((t + 1))
+		[ $((t % 5)) -eq 0 ] && heartbeat "$1"
+		[ "$(memcg_stat_mb shmem "$1")" -ge "$PIN_MB" ] && break
+	done
+	phase_end
+	say "pinned: $(memcg_stat_mb shmem "$1")M of tmpfs in $1"
 }
 
 SAMPLER_COST_KNOWN="all-fast slow-files slow-parents slow-parents-tmpfs slow-vmstat vmstat-only all-slow"

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -107,6 +108,29 @@ def test_attribution_heatmap(tmp_path):
     files = plots.attribution_heatmap(a, "vanilla", str(tmp_path / "attr"))
     assert [os.path.getsize(f) > 0 for f in files] == [True, True]
     assert plots.attribution_heatmap(a, "mglru", str(tmp_path / "none")) == []
+
+
+def test_the_heatmap_scale_shows_cells_three_orders_below_the_largest():
+    norm = plots.heatmap_norm(np.array([[1e6, 1e3], [10, 0]]))
+    assert norm(1e3) == pytest.approx(0.4)   # log10: (3 - 1) / (6 - 1); linear: 0.001
+    assert norm(10) == pytest.approx(0.0)
+    assert plots.heatmap_norm(np.array([[0.0]])) is None
+
+
+def test_the_timeseries_draws_parked_pages_where_the_kernel_has_them(results, tmp_path):
+    run_dir = results / VANILLA
+    lines = (run_dir / "samples.csv").read_text().splitlines()
+    # a page parked at every sample: drawn, and too few to move the
+    # precondition's share (parked folios count in the file LRU)
+    parked = [l.split(",")[0] + ",lab.slice/dirtier.scope,memory.stat.immediate,4096"
+              for l in lines if ",lab.slice/dirtier.scope,memory.stat.file_writeback," in l]
+    (run_dir / "samples.csv").write_text("\n".join(lines + parked) + "\n")
+    d = collect.Dataset(results)
+    svg = [f for f in plots.timeseries(d.loaded[VANILLA], str(tmp_path / "ts")) if f.endswith("svg")]
+    assert "immediate" in open(svg[0]).read()
+    plain = [f for f in plots.timeseries(d.loaded[VANILLA + ".2"], str(tmp_path / "ts2"))
+             if f.endswith("svg")]
+    assert "immediate" not in open(plain[0]).read()
 
 
 def test_arm_colours_are_fixed():

@@ -65,3 +65,21 @@ def test_make_scenario_passes_the_exit_status_through():
     p = make("scenario", "NAME=nope")
     assert p.returncode != 0
     assert "unknown scenario 'nope'" in p.stderr
+
+
+def free_space_check(tmp_path, stick_mb):
+    """run-scenario.sh's check_free_space, sourced without its last line."""
+    script = (f"source <(sed '$d' {ROOT}/lab/run-scenario.sh); STICK_SIZE_MB={stick_mb}; "
+              f"FAST_SIZE_MB=64; RESULTS={tmp_path}/results; check_free_space")
+    env = dict(os.environ, MEMCG_LAB_CACHE=str(tmp_path / "cache"))
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30,
+                          cwd=os.path.join(ROOT, "lab"), env=env)
+
+
+def test_a_run_without_room_for_its_disks_is_refused_before_the_boot(tmp_path):
+    p = free_space_check(tmp_path, 1 << 40)
+    assert p.returncode == 1
+    assert f"not enough disk for the run: {tmp_path}/cache/disks has " in p.stderr
+    assert (f"the scratch disks (STICK_SIZE_MB + FAST_SIZE_MB) and the run folder need "
+            f"{(1 << 40) + 64 + 200} MiB") in p.stderr
+    assert free_space_check(tmp_path, 16).returncode == 0

@@ -355,3 +355,33 @@ def test_attribution_coverage_compares_scanned_pages_with_each_leaf_pgscan(tmp_p
     assert (cov["source"], cov["hist_dropped"]) == ("hist", 0)
     text = run.format_summary(run.summarise(tmp_path))
     assert f"  {DIRTIER:40s}        990 of       1000  99.0%" in text
+
+
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize("param,key,values,met", [
+    ("PRECONDITION_PINNED_MB=400", "shmem", [390, 450, 460], True),
+    ("PRECONDITION_PINNED_MB=400", "shmem", [10, 20, 450], False),
+    ("PRECONDITION_WRITEBACK_MAX_MB=32", "file_writeback", [5, 8, 300], True),
+    ("PRECONDITION_WRITEBACK_MAX_MB=32", "file_writeback", [50, 60, 8], False)])
+def test_floor_footprints_are_judged_on_the_dirtiers_median(tmp_path, param, key, values, met):
+    samples = [(t, DIRTIER, f"memory.stat.{key}", v * MIB) for t, v in zip((10, 11, 12), values)]
+    samples.append((13, DIRTIER, f"memory.stat.{key}", 0))     # after the phase
+    write_run(tmp_path, samples, [("neighbour", 10, 12)],
+              params=f"PRECONDITION_WRITEBACK_SHARE=none\n{param}\n")
+    s = run.summarise(tmp_path)
+    pre = s["precondition"]
+    assert pre["threshold"] is None
+    assert pre["met"] is met
+    (check,) = pre["footprint"]
+    assert check["median_mib"] == sorted(values)[1]
+    line = [l for l in run.format_summary(s).splitlines() if l.startswith("precondition (")][0]
+    assert ("MET" if met else "NOT MET") in line and f"median {sorted(values)[1]:.1f} MiB" in line
+
+
+def test_a_bad_footprint_parameter_is_an_error(tmp_path):
+    write_run(tmp_path, [(10, DIRTIER, "memory.stat.shmem", 1)], [("neighbour", 10, 12)],
+              params="PRECONDITION_PINNED_MB=lots\n")
+    with pytest.raises(run.RunError, match="PRECONDITION_PINNED_MB='lots' is not a number"):
+        run.summarise(tmp_path)
