@@ -94,6 +94,8 @@ def fio_clat(report, job_file):
             for q, v in clat.get("percentile", {}).items():
                 rows.append({**base, "stat": f"p{float(q):g}", "value_us": v / 1e3})
             rows.append({**base, "stat": "bw_KiBps", "value_us": float(d["bw"])})
+            if "io_bytes" in d:
+                rows.append({**base, "stat": "io_MiB", "value_us": d["io_bytes"] / (1 << 20)})
     return rows
 
 

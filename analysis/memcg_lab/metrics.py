@@ -36,6 +36,18 @@ METRICS = [
     # the time reclaim waits instead of scanning.
     Metric("throttled_s", "Reclaim throttled, all tasks", "s", "lower"),
     Metric("throttled_writeback_s", "Reclaim throttled on writeback, all tasks", "s", "lower"),
+    # Per unit of the neighbour's work (MiB its reader read plus MiB its
+    # probe faulted): the runs of different arms do different amounts.
+    Metric("nb_work_mib", "Neighbour work (read + faulted)", "MiB", "higher"),
+    Metric("nb_sys_ms_per_mib", "Neighbour system CPU per MiB of work", "ms/MiB", "lower"),
+    # Its time in reclaim passes (lab-reclaim-attrib), throttle sleeps
+    # inside them included, and those sleeps alone.
+    Metric("nb_reclaim_s", "Neighbour time in reclaim passes", "s", "lower"),
+    Metric("nb_reclaim_ms_per_mib", "Neighbour reclaim time per MiB of work", "ms/MiB", "lower"),
+    Metric("nb_throttled_s", "Neighbour throttled in reclaim", "s", "lower"),
+    # Guards of the headline (report.py): none may be broken.
+    Metric("slice_oom_kills", "OOM kills under the parent", "count", "lower"),
+    Metric("dirtier_of_stick_pct", "Dirtier write bandwidth of the stick's", "%", "higher"),
     # System-wide: the only scan counts a cgroup v1 run has.
     Metric("vm_pgscan_file", "System file pages scanned", "pages", "lower"),
     Metric("vm_efficiency_pct", "System file reclaim efficiency", "%", "higher"),
@@ -72,7 +84,25 @@ def run_metrics(summary, fio, probe):
     lat = probe["latency_us"] if len(probe) else None
     throttle = summary.get("reclaim_throttle")
     by_reason = throttle["by_reason"] if isinstance(throttle, dict) else None
+    by_cgroup = throttle.get("by_cgroup") if isinstance(throttle, dict) else None
+    read_mib = fio_stat("neighbour-read", "read", "io_MiB")
+    probe_mb = summary.get("probe_mb")
+    work = None
+    if read_mib is not None and probe_mb and lat is not None:
+        work = read_mib + len(lat) * probe_mb
+    nb_sys = counter(NB, "cpu.stat.system_usec", 1e-6)
+    passes = summary.get("reclaim_passes")
+    nb_reclaim = None if passes is None else passes.get(NB, {}).get("s", 0.0)
+    stick = summary.get("stick_write_bps")
     return {
+        "nb_work_mib": work,
+        "nb_sys_ms_per_mib": _ratio(nb_sys, work, 1e3),
+        "nb_reclaim_s": nb_reclaim,
+        "nb_reclaim_ms_per_mib": _ratio(nb_reclaim, work, 1e3),
+        "nb_throttled_s": None if not by_cgroup else by_cgroup.get(NB, {}).get("delayed_s", 0.0),
+        "slice_oom_kills": counter(SL, "memory.events.oom_kill"),
+        "dirtier_of_stick_pct": None if write_bw is None or not stick else
+        write_bw * 1024 / stick * 100,
         "throttled_s": None if by_reason is None else
         sum(t["delayed_s"] for t in by_reason.values()),
         "throttled_writeback_s": None if by_reason is None else
@@ -80,7 +110,7 @@ def run_metrics(summary, fio, probe):
         "nb_psi_some_s": None if some_us is None else some_us / 1e6,
         "nb_psi_some_pct": _ratio(some_us, phase_s * 1e6, 100),
         "nb_psi_full_s": counter(NB, "memory.pressure.full.total", 1e-6),
-        "nb_system_s": counter(NB, "cpu.stat.system_usec", 1e-6),
+        "nb_system_s": nb_sys,
         "nb_user_s": counter(NB, "cpu.stat.user_usec", 1e-6),
         "nb_refault_file": counter(NB, "memory.stat.workingset_refault_file"),
         "probe_bursts": None if lat is None else float(len(lat)),

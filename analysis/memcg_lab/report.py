@@ -6,6 +6,9 @@ never written into, so an earlier report stays as it was.
 import datetime
 import os
 
+import pandas as pd
+
+from memcg_lab import metrics as mx
 from memcg_lab import collect, plots, run, stats, tables
 
 BOX_METRICS = ["nb_psi_some_s", "nb_system_s"]
@@ -116,7 +119,9 @@ def scenario_section(ds, scenario, out, baseline_wanted):
     pct_text = tables.percentile_text(pct)
     write_table(sdir, "percentiles", pct, pct_text)
     file_md, file_text, file_figs = file_sections(ds, scenario, arms, baseline, sdir)
-    md += [cmp_md, tables.percentile_markdown(pct)] + file_md + ["### Figures", ""]
+    head_md, head_text = headline_section(ds, scenario, metric_table, arms, baseline, sdir)
+    md += head_md + [cmp_md, tables.percentile_markdown(pct)] + file_md + ["### Figures", ""]
+    file_text = head_text + file_text
 
     figs = []
     shown = {arm: ds.loaded[representative_run(ds, scenario, arm)] for arm in arms}
@@ -139,6 +144,50 @@ def scenario_section(ds, scenario, out, baseline_wanted):
     md.append("")
     cover_notes = "".join(f"note: {n}\n" for n in notes)
     return "\n".join(md), "\n".join([text + cover_notes, pct_text] + file_text)
+
+
+def headline_section(ds, scenario, metric_table, arms, baseline, sdir):
+    """The neighbour's excess cost over the scenario's floor (stats.FLOORS)
+    per arm, 1 - excess(arm)/excess(baseline) with its interval, and the
+    guards: ([markdown], [text]); nothing for a scenario without a floor,
+    a note when the floor has no valid runs."""
+    floor = stats.FLOORS.get(scenario)
+    if floor is None:
+        return [], []
+    floor_table = of_scenario(ds.metrics, floor)
+    if floor_table.empty:
+        line = (f"headline: no valid {floor} runs, so no floor: the neighbour's excess cost "
+                f"is not computed (make scenario NAME={floor})")
+        return [f"- {line}", ""], [line + "\n"]
+    head = stats.headline(metric_table, floor_table, arms, baseline)
+    grd = stats.guards(metric_table, arms)
+    head.to_csv(os.path.join(sdir, "headline.csv"), index=False)
+    grd.to_csv(os.path.join(sdir, "guards.csv"), index=False)
+    text = [f"headline: the neighbour's excess cost over {floor} (floor runs of any arm), "
+            f"per MiB of its work; reduction = 1 - excess(arm)/excess({baseline}), "
+            "95% bootstrap interval"]
+    md = ["### Headline: excess over the floor", "",
+          f"Floor: `{floor}` ({int(head['floor_runs'].max()) if len(head) else 0} valid runs). "
+          f"Reduction = 1 - excess(arm) / excess({baseline}); 95 % bootstrap interval over runs. "
+          "Raw PSI stays in the table below.", "",
+          "| cost | arm | runs | mean | floor | excess | reduction | 95% interval |",
+          "|---|---|---|---|---|---|---|---|"]
+    for r in head.itertuples():
+        red = "n/a" if r.reduction is None or pd.isna(r.reduction) else f"{r.reduction:+.0%}"
+        ci = ("n/a" if r.ci_low is None or pd.isna(r.ci_low)
+              else f"[{r.ci_low:+.0%}, {r.ci_high:+.0%}]")
+        unit = mx.BY_NAME[r.metric].unit
+        md.append(f"| {r.cost} ({unit}) | {r.arm} | {r.runs} | {r.mean:.3g} | {r.floor_mean:.3g} "
+                  f"| {r.excess:.3g} | {red} | {ci} |")
+        text.append(f"  {r.cost:6s} {r.arm:10s} n={r.runs} mean {r.mean:.3g} {unit}, excess "
+                    f"{r.excess:.3g}, reduction {red} {ci}")
+    md += ["", "Guards (valid runs that break them):", ""]
+    for r in grd.itertuples():
+        mark = "ok" if r.failed == 0 else f"**{r.failed} of {r.runs} runs break it**"
+        md.append(f"- {r.arm}: {r.guard}: {mark} (worst {r.worst:.3g})")
+        text.append(f"  guard {r.arm}: {r.guard}: "
+                    + ("ok" if r.failed == 0 else f"{r.failed} of {r.runs} runs break it"))
+    return md + [""], ["\n".join(text) + "\n"]
 
 
 def sampler_cost_lines(runs):

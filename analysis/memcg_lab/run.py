@@ -346,18 +346,35 @@ def load_reclaim_throttle(path, phase):
         first = f.readline()
         if not first.startswith("phase,"):
             return "not available"
-        by_reason, by_task = {}, {}
+        by_reason, by_task, by_cgroup = {}, {}, {}
         for row in csv.DictReader(f, fieldnames=first.strip().split(",")):
             if row["phase"] != phase:
                 continue
             sleeps, delayed = int(row["sleeps"]), int(row["delayed_us"]) / 1e6
             # kswapd0, kworker/u4:2 and lab-alloc are tasks; pids differ.
-            for table, key in ((by_reason, row["reason"]),
-                               (by_task, f"{row['reason']}:{row['comm']}")):
+            # The cgroup column is newer: older files have none.
+            tables = [(by_reason, row["reason"]), (by_task, f"{row['reason']}:{row['comm']}")]
+            if row.get("cgroup"):
+                tables.append((by_cgroup, row["cgroup"]))
+            for table, key in tables:
                 t = table.setdefault(key, {"sleeps": 0, "delayed_s": 0.0})
                 t["sleeps"] += sleeps
                 t["delayed_s"] += delayed
-    return {"by_reason": by_reason, "by_task": by_task}
+    return {"by_reason": by_reason, "by_task": by_task, "by_cgroup": by_cgroup}
+
+
+ATTRIBUTION_NEEDS = ("reclaimer_cgroup", "scanned_cgroup", "nr_scanned", "reclaim_ns",
+                     "events", "lru")
+
+
+def attribution_rows(csv_path):
+    """lab-reclaim-attrib's rows; RunError naming missing columns."""
+    with open(csv_path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in ATTRIBUTION_NEEDS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise RunError(f"{csv_path}: missing columns {', '.join(missing)}")
+        return list(reader)
 
 
 def load_attribution_coverage(csv_path):
@@ -375,11 +392,10 @@ def load_attribution_coverage(csv_path):
         pgscan = {r["cgroup"]: int(r["pgscan_end"]) - int(r["pgscan_start"])
                   for r in csv.DictReader(f)}
     attributed = {}
-    with open(csv_path) as f:
-        for r in csv.DictReader(f):
-            if r["lru"] != "-":
-                attributed[r["scanned_cgroup"]] = (attributed.get(r["scanned_cgroup"], 0)
-                                                   + int(r["nr_scanned"]))
+    for r in attribution_rows(csv_path):
+        if r["lru"] != "-":
+            attributed[r["scanned_cgroup"]] = (attributed.get(r["scanned_cgroup"], 0)
+                                               + int(r["nr_scanned"]))
     leaves = [cg for cg in pgscan
               if cg != "/" and not any(o.startswith(cg + "/") for o in pgscan)]
     out = {"memcgs": {}}
@@ -521,7 +537,33 @@ def summarise(run_dir):
     coverage = load_attribution_coverage(os.path.join(run_dir, "attribution.csv"))
     if coverage is not None:
         summary["attribution_coverage"] = coverage
+    passes = load_reclaim_passes(os.path.join(run_dir, "attribution.csv"))
+    if passes is not None:
+        summary["reclaim_passes"] = passes
+    # What the per-unit-of-work metrics and the guards need.
+    for key, param in (("probe_mb", "PROBE_MB"), ("stick_write_bps", "STICK_WRITE_BPS")):
+        try:
+            summary[key] = float(params[param])
+        except (KeyError, ValueError):
+            summary[key] = None
     return summary
+
+
+def load_reclaim_passes(csv_path):
+    """Time in direct and memcg reclaim passes per reclaiming cgroup, from
+    lab-reclaim-attrib's rows with lru "-": {cgroup: {"s", "passes"}};
+    None without the file.  A pass's time includes its sleeps in
+    reclaim_throttle(), which happen inside it."""
+    if not os.path.exists(csv_path):
+        return None
+    out = {}
+    for r in attribution_rows(csv_path):
+        if r["lru"] != "-":
+            continue
+        p = out.setdefault(r["reclaimer_cgroup"], {"s": 0.0, "passes": 0})
+        p["s"] += int(r["reclaim_ns"]) / 1e9
+        p["passes"] += int(r["events"])
+    return out
 
 
 def format_summary(s):

@@ -264,3 +264,84 @@ def proactive(calls, arms):
     return pd.DataFrame(rows, columns=["arm", "runs", "calls", "ok", "failed", "mean_ms",
                                        "p50_ms", "max_ms", "scanned_per_call",
                                        "reclaimed_per_call", "efficiency_pct"])
+
+
+# A scenario's floor: the scenario that holds the same footprint where no
+# reclaim policy can act (scenarios/pinned-floor.scenario), against which
+# a neighbour's cost is excess.
+FLOORS = {"dirty-neighbour": "pinned-floor"}
+# The headline's two costs, each per MiB of the neighbour's work.
+HEADLINE = [("CPU", "nb_sys_ms_per_mib"), ("stall", "nb_reclaim_ms_per_mib")]
+
+
+def _values(metric_table, arm, metric):
+    sel = metric_table[(metric_table["arm"] == arm) & (metric_table["metric"] == metric)]
+    return sel["value"].to_numpy(dtype=float)
+
+
+def _reduction(arm, base, floor):
+    """1 - excess(arm) / excess(baseline), excess being the mean over the
+    floor's mean; None when the baseline has no excess."""
+    excess_base = base.mean() - floor.mean()
+    if excess_base <= 0:
+        return None
+    return 1 - (arm.mean() - floor.mean()) / excess_base
+
+
+def headline(metric_table, floor_table, arms, baseline, resamples=4000, seed=1):
+    """Rows (cost, metric, arm, runs, mean, floor_runs, floor_mean, excess,
+    reduction, ci_low, ci_high): each arm's excess over the floor's mean
+    and 1 - excess(arm) / excess(baseline), with a 95 % bootstrap
+    interval (runs of the arm, the baseline and the floor resampled
+    independently, seeded: the same runs give the same interval).  The
+    floor's runs of any arm count: it has no writeback for a policy to
+    act on.  No interval with fewer than two runs in a group."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for cost, metric in HEADLINE:
+        floor = floor_table[floor_table["metric"] == metric]["value"].to_numpy(dtype=float)
+        base = _values(metric_table, baseline, metric)
+        for arm in arms:
+            a = _values(metric_table, arm, metric)
+            if not len(a) or not len(floor) or not len(base):
+                continue
+            row = {"cost": cost, "metric": metric, "arm": arm, "runs": len(a),
+                   "mean": a.mean(), "floor_runs": len(floor), "floor_mean": floor.mean(),
+                   "excess": a.mean() - floor.mean(),
+                   "reduction": _reduction(a, base, floor), "ci_low": None, "ci_high": None}
+            if min(len(a), len(base), len(floor)) >= 2 and row["reduction"] is not None:
+                boot = []
+                for _ in range(resamples):
+                    # the baseline against itself is one sample, not two
+                    ra = rng.choice(a, len(a))
+                    rb = ra if arm == baseline else rng.choice(base, len(base))
+                    r = _reduction(ra, rb, rng.choice(floor, len(floor)))
+                    if r is not None:
+                        boot.append(r)
+                if boot:
+                    row["ci_low"], row["ci_high"] = (float(np.percentile(boot, 2.5)),
+                                                     float(np.percentile(boot, 97.5)))
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["cost", "metric", "arm", "runs", "mean", "floor_runs",
+                                       "floor_mean", "excess", "reduction", "ci_low", "ci_high"])
+
+
+# (metric, test, what it says): every valid run of an arm must pass.
+GUARDS = [("slice_oom_kills", lambda v: v == 0, "no OOM kill under the parent"),
+          ("dirtier_of_stick_pct", lambda v: v >= 95, "dirtier writes >= 0.95x the stick")]
+
+
+def guards(metric_table, arms):
+    """Rows (arm, guard, runs, failed, worst): how many valid runs of each
+    arm break each guard of the headline."""
+    rows = []
+    for arm in arms:
+        for metric, ok, what in GUARDS:
+            v = _values(metric_table, arm, metric)
+            if not len(v):
+                continue
+            bad = [x for x in v if not ok(x)]
+            worst = (max(v) if metric == "slice_oom_kills" else min(v))
+            rows.append({"arm": arm, "guard": what, "runs": len(v), "failed": len(bad),
+                         "worst": float(worst)})
+    return pd.DataFrame(rows, columns=["arm", "guard", "runs", "failed", "worst"])

@@ -54,7 +54,7 @@ throttle_hist_start() {
 			>"$OUT/reclaim-throttle.csv"
 	elif echo "$THROTTLE_HIST" >>"$THROTTLE_EVENT/trigger" 2>/dev/null; then
 		THROTTLE_HIST_STATE=on
-		echo "phase,reason,comm,pid,sleeps,delayed_us" >"$OUT/reclaim-throttle.csv"
+		echo "phase,reason,comm,pid,sleeps,delayed_us,cgroup" >"$OUT/reclaim-throttle.csv"
 	else
 		THROTTLE_HIST_STATE=unavailable
 		echo "not available: cannot set a hist trigger on $THROTTLE_EVENT" \
@@ -70,7 +70,25 @@ throttle_hist_take() {
 			comm = $5; for (i = 6; i <= NF; i++) comm = comm " " $i
 			gsub(/,/, ";", comm)
 			printf "%s,%s,%s,%s,%s,%s\n", phase, r, comm, $2, $3, $4
-		}' >>"$OUT/reclaim-throttle.csv"
+		}' | while IFS= read -r row; do
+			# The task's cgroup while it lives (the neighbour's tasks do
+			# at the end of its measured phase): "fio" names the dirtier
+			# and the neighbour's reader alike.
+			IFS=, read -r _ _ _ pid _ <<<"$row"
+			echo "$row,$(task_cgroup "$pid")"
+		done >>"$OUT/reclaim-throttle.csv"
+}
+
+# The cgroup of task PID relative to the hierarchy's root (v2, or the
+# memory controller's on v1), "-" once it has exited.
+task_cgroup() {
+	local cg
+	cg=$(sed -n -e 's/^0:://p' -e 's/^[0-9]*:memory://p' "/proc/$1/cgroup" 2>/dev/null | head -n 1) || true
+	case $cg in
+	"") echo - ;;
+	/) echo / ;;
+	*) echo "${cg#/}" ;;
+	esac
 }
 throttle_hist_clear() {
 	echo "$THROTTLE_HIST:clear" >>"$THROTTLE_EVENT/trigger" ||

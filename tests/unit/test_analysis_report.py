@@ -178,6 +178,33 @@ def test_report_counts_runs_the_guest_kernel_failed(results):
     assert "1 run(s) failed by the guest kernel" in open(os.path.join(out, "cover-letter.txt")).read()
 
 
+def test_headline_needs_a_floor_and_reports_excess_over_it(results):
+    out, _ = report.build(str(results), "vanilla", stamp="a")
+    md = open(os.path.join(out, "report.md")).read()
+    assert "headline: no valid pinned-floor runs, so no floor" in md
+    # Synthetic floor: copies of the vanilla run with the neighbour's CPU
+    # at half its value, filed as pinned-floor runs.
+    for n, factor in (("", 0.5), (".2", 0.4)):
+        dest = results / ("pinned-floor/20261203T231532Z-vanilla" + n)
+        shutil.copytree(results / VANILLA, dest)
+        scale_neighbour(dest, factor)
+        prov = (dest / "provenance.txt").read_text()
+        (dest / "provenance.txt").write_text(prov.replace("scenario=dirty-neighbour",
+                                                          "scenario=pinned-floor"))
+    out, ds = report.build(str(results), "vanilla", stamp="b")
+    md = open(os.path.join(out, "report.md")).read()
+    assert "### Headline: excess over the floor" in md
+    head = pd.read_csv(os.path.join(out, "dirty-neighbour", "headline.csv"))
+    cpu = head[head["cost"] == "CPU"].set_index("arm")
+    assert cpu.loc["vanilla", "reduction"] == pytest.approx(0.0)
+    floor = ds.metrics[(ds.metrics["scenario"] == "pinned-floor")
+                       & (ds.metrics["metric"] == "nb_sys_ms_per_mib")]["value"].mean()
+    assert cpu.loc["mglru", "floor_mean"] == pytest.approx(floor)
+    assert cpu.loc["mglru", "excess"] == pytest.approx(cpu.loc["mglru", "mean"] - floor)
+    assert "headline: the neighbour's excess cost over pinned-floor" in open(
+        os.path.join(out, "cover-letter.txt")).read()
+
+
 def give_sampler_cost(results, run, params, pct, tail=""):
     with open(results / run / "params-resolved.env", "a") as f:
         f.write(params)

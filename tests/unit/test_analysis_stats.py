@@ -137,3 +137,39 @@ def test_share_while_probing_uses_the_samples_inside_the_probe_window():
     assert m["nb_system_probe_pct"] == pytest.approx(75)
     empty = pd.DataFrame({"start_s": [], "latency_us": []})
     assert metrics.window_metrics(lambda cg, key: series, empty)["nb_psi_some_probe_pct"] is None
+
+
+def test_headline_is_the_excess_over_the_floor_relative_to_the_baseline():
+    # floor 2 ms/MiB; activate 10 (excess 8), immediate 4 (excess 2): 1 - 2/8
+    t = table({("activate", "nb_sys_ms_per_mib"): [9, 10, 11],
+               ("immediate", "nb_sys_ms_per_mib"): [3, 4, 5]})
+    floor = table({("activate", "nb_sys_ms_per_mib"): [1.5, 2, 2.5]})
+    h = stats.headline(t, floor, ["activate", "immediate"], "activate").set_index(["cost", "arm"])
+    imm = h.loc[("CPU", "immediate")]
+    assert (imm["excess"], imm["floor_mean"], imm["runs"], imm["floor_runs"]) == (2, 2, 3, 3)
+    assert imm["reduction"] == pytest.approx(0.75)
+    assert imm["ci_low"] < 0.75 < imm["ci_high"] and imm["ci_high"] <= 1.0
+    base = h.loc[("CPU", "activate")]
+    assert base["reduction"] == pytest.approx(0.0)
+    # the same runs give the same interval
+    again = stats.headline(t, floor, ["activate", "immediate"], "activate")
+    assert again.set_index(["cost", "arm"]).loc[("CPU", "immediate"), "ci_low"] == imm["ci_low"]
+    # no stall metric in these runs: no stall rows
+    assert "stall" not in h.index.get_level_values("cost")
+
+
+def test_headline_without_baseline_excess_or_enough_runs_says_nothing():
+    t = table({("activate", "nb_sys_ms_per_mib"): [2.0], ("immediate", "nb_sys_ms_per_mib"): [3.0]})
+    floor = table({("activate", "nb_sys_ms_per_mib"): [2.0, 2.0]})
+    h = stats.headline(t, floor, ["activate", "immediate"], "activate").set_index("arm")
+    assert h.loc["immediate", "reduction"] is None       # the baseline has no excess
+    assert h.loc["immediate", "ci_low"] is None
+
+
+def test_guards_count_the_runs_that_break_them():
+    t = table({("immediate", "slice_oom_kills"): [0, 1, 0],
+               ("immediate", "dirtier_of_stick_pct"): [99, 90, 97]})
+    g = stats.guards(t, ["immediate"]).set_index("guard")
+    assert g.loc["no OOM kill under the parent", "failed"] == 1
+    assert g.loc["dirtier writes >= 0.95x the stick", "failed"] == 1
+    assert g.loc["dirtier writes >= 0.95x the stick", "worst"] == 90

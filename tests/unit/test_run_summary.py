@@ -257,6 +257,7 @@ def test_reclaim_throttle_sleeps_are_summed_per_reason_and_task_in_the_phase(tmp
     assert t["by_reason"]["writeback"] == {"sleeps": 6, "delayed_s": pytest.approx(0.45)}
     assert t["by_reason"]["noprogress"] == {"sleeps": 7, "delayed_s": pytest.approx(0.007)}
     assert t["by_task"]["writeback:lab-mmap-probe"]["sleeps"] == 5
+    assert t["by_cgroup"] == {}     # a file from before the cgroup column
     text = run.format_summary(s)
     assert "reclaim_throttle() sleeps in the phase: noprogress 7 for 0.01 s; writeback 6 for 0.45 s" in text
 
@@ -267,7 +268,7 @@ def test_reclaim_throttle_without_sleeps_or_without_the_trigger(tmp_path):
     assert "reclaim_throttle" not in run.summarise(tmp_path)
     (tmp_path / "reclaim-throttle.csv").write_text("phase,reason,comm,pid,sleeps,delayed_us\n")
     s = run.summarise(tmp_path)
-    assert s["reclaim_throttle"] == {"by_reason": {}, "by_task": {}}
+    assert s["reclaim_throttle"] == {"by_reason": {}, "by_task": {}, "by_cgroup": {}}
     assert "reclaim_throttle() sleeps in the phase: none" in run.format_summary(s)
     (tmp_path / "reclaim-throttle.csv").write_text("not available: cannot set a hist trigger\n")
     assert "not available on this kernel" in run.format_summary(run.summarise(tmp_path))
@@ -385,3 +386,17 @@ def test_a_bad_footprint_parameter_is_an_error(tmp_path):
               params="PRECONDITION_PINNED_MB=lots\n")
     with pytest.raises(run.RunError, match="PRECONDITION_PINNED_MB='lots' is not a number"):
         run.summarise(tmp_path)
+
+
+def test_reclaim_throttle_sleeps_are_summed_per_cgroup_where_recorded(tmp_path):
+    write_run(tmp_path, dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 90, 10, 90),
+              [("neighbour", 10, 11)])
+    (tmp_path / "reclaim-throttle.csv").write_text(
+        "phase,reason,comm,pid,sleeps,delayed_us,cgroup\n"
+        f"neighbour,writeback,fio,300,2,200000,{NEIGHBOUR}\n"
+        f"neighbour,writeback,fio,200,9,900000,{DIRTIER}\n"
+        f"neighbour,congested,lab-mmap-probe,301,1,1000,{NEIGHBOUR}\n"
+        "neighbour,congested,kworker/u4:2,99,1,1000,-\n")
+    by = run.summarise(tmp_path)["reclaim_throttle"]["by_cgroup"]
+    assert by[NEIGHBOUR] == {"sleeps": 3, "delayed_s": pytest.approx(0.201)}
+    assert by[DIRTIER]["sleeps"] == 9 and by["-"]["sleeps"] == 1
