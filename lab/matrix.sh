@@ -72,7 +72,7 @@ job_result() {
 	else
 		echo failed
 	fi
-	reason=${reason:-no status.txt}
+	[ -f "$status" ] || reason="no status.txt"
 	echo "${reason//,/;}" | head -n 1
 }
 

@@ -209,20 +209,13 @@ make_scratch_disks() {
 	cp -a "$LAB_ROOT/scenarios" "$DISKS/lab"
 }
 
-# The host's TSC frequency in kHz, or nothing.  Under TCG the guest's TSC
-# is the host's (QEMU reads the host TSC), but the guest kernel has no
-# ACPI, hence no HPET or PM timer to calibrate it against, and its PIT
-# calibration fails on a loaded host: it then drops the TSC, and both
-# its clocksource and sched_clock fall to jiffies (1 ms), the resolution
-# of every latency, PSI total and CPU time the lab records.  Only a host
-# whose TSC is constant and of known frequency is trusted.
 # The trace events any run uses, enabled on the kernel command line
 # (trace_event=) so that their tracepoints are patched in at boot, before
 # any workload, and never again: enabling or disabling a tracepoint under
 # load (text_poke_bp on every call site) once panicked a TCG guest with a
-# stray int3 in shrink_lruvec (lab/README.md, "Tracing").  Tools then
-# switch recording (tracing_on) and hist triggers only, which patch
-# nothing.  The shrink event is the series' when the kernel has it.
+# stray int3 in shrink_lruvec (lab/README.md, "Tracing").  Tools then add
+# and remove hist triggers only, which patch nothing.  The shrink event
+# is the series' when the kernel has it.
 TRACE_EVENTS_PATCHED="mm_vmscan_lru_shrink_inactive_memcg"
 TRACE_EVENTS_VANILLA="mm_vmscan_lru_shrink_inactive"
 TRACE_EVENTS_COMMON="mm_vmscan_direct_reclaim_begin mm_vmscan_direct_reclaim_end
@@ -239,6 +232,13 @@ boot_trace_events() {
 	echo "${list[*]}"
 }
 
+# The host's TSC frequency in kHz, or nothing.  Under TCG the guest's TSC
+# is the host's (QEMU reads the host TSC), but the guest kernel has no
+# ACPI, hence no HPET or PM timer to calibrate it against, and its PIT
+# calibration fails on a loaded host: it then drops the TSC, and both
+# its clocksource and sched_clock fall to jiffies (1 ms), the resolution
+# of every latency, PSI total and CPU time the lab records.  Only a host
+# whose TSC is constant and of known frequency is trusted.
 host_tsc_khz() {
 	grep -qw tsc_known_freq /proc/cpuinfo && grep -qw constant_tsc /proc/cpuinfo || return 0
 	awk -F: '/^cpu MHz/ {printf "%d\n", $2 * 1000; exit}' /proc/cpuinfo

@@ -56,6 +56,11 @@ def run_problem(r, summary, error=None):
         return f"mislabelled: provenance arm={r.arm}, guest ran ARM={r.params.get('ARM')}"
     if summary is None:
         return f"unreadable: {error}"
+    cov = summary.get("attribution_coverage") or {}
+    lost = {k: cov[k] for k in ("hist_dropped", "lost_rows") if cov.get(k)}
+    if lost:
+        return ("lossy attribution: " + ", ".join(f"{k}={v}" for k, v in lost.items())
+                + " (attribution.csv.meta)")
     pre = summary["precondition"]
     failed = [c for c in pre.get("footprint", []) if not c["met"]]
     if failed:

@@ -105,10 +105,11 @@ boot_trace_events() {
 	tr ' ' '\n' </proc/cmdline | sed -n 's/^trace_event=//p' | tr ',' '\n' | tr ':' '/'
 }
 
-# The boot-enabled events stay enabled; the top-level ring buffer records
-# only while a tool asks (lab-reclaim-attrib sets tracing_on).  Hist
-# triggers see events with recording off (trace_event_buffer_lock_reserve
-# falls back to a temporary buffer for them).
+# The boot-enabled events stay enabled, but the top-level ring buffer
+# records nothing: the lab's tools read hist triggers, which see events
+# with recording off (trace_event_buffer_lock_reserve falls back to a
+# temporary buffer for them), and nothing pays for formatting events
+# that no one reads.
 quiesce_tracing() {
 	local t=/sys/kernel/tracing
 	[ -d "$t/events" ] || return 0
@@ -660,7 +661,6 @@ shape_tracepoint_toggle() {
 	stop_sampler
 }
 
-
 # A short end-to-end check of the whole lab: memcgs, sampler, fio on the
 # throttled stick.
 shape_smoke() {
@@ -690,7 +690,7 @@ shape_smoke() {
 # phase also measures lab-sampler's own cost (measure_sampler_configs).
 # With PIN_MB (the pinned-floor scenario) the "dirtier" writes nothing:
 # it holds PIN_MB of tmpfs, memory reclaim cannot take without swap, in
-# place of the writeback a real dirtier holds (pinned_floor_dirtier).
+# place of the writeback a real dirtier holds (start_pinned_dirtier).
 shape_dirty_neighbour() {
 	local cg nb dirtier_props=()
 	[ -z "${SAMPLER_COST_CONFIGS:-}" ] || check_sampler_configs

@@ -107,3 +107,25 @@ def test_reclaim_throttle_hist_was_set_for_the_phase():
     lines = read("reclaim-throttle.csv").splitlines()
     assert lines[0] == "phase,reason,comm,pid,sleeps,delayed_us"
     assert all(line.startswith("write,") for line in lines[1:])
+
+
+def test_the_trace_events_were_enabled_at_boot_and_recording_is_off():
+    # Enabling an event under load patches kernel text (lab/README.md,
+    # "Tracing"): the host enables them on the command line.
+    assert "trace_event=vmscan:mm_vmscan_lru_shrink_inactive_memcg," in read("cmdline.txt")
+    state = dict(line.split("=", 1) for line in read("guest-state.txt").splitlines()
+                 if "=" in line)
+    assert "vmscan/mm_vmscan_throttled" in state["boot_trace_events"].split()
+
+
+def test_the_environment_travels_with_the_run():
+    provenance = dict(line.split("=", 1) for line in read("provenance.txt").splitlines()
+                      if "=" in line)
+    for key in ("host_cpu", "host_load_start", "host_load_end", "host_qemu_guests_start",
+                "host_qemu_guests_end", "linux_source"):
+        assert provenance.get(key), key
+    assert provenance["linux_source"].startswith("linux-source-6.1 ")
+    packages = read("rootfs-packages.txt").splitlines()
+    assert any(p.startswith("fio ") for p in packages)
+    assert any(p.startswith("systemd ") for p in packages)
+    assert status()["failure_kind"] == ""

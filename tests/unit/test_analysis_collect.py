@@ -271,3 +271,19 @@ def test_attribution_in_lab_reclaim_attrib_format_is_loaded(tmp_path):
     assert d.runs["valid"].all()
     a = d.attribution
     assert list(a["nr_scanned"]) == [100, 20] and a["reclaim_ns"].isna().all()
+
+
+def test_a_run_whose_attribution_lost_events_is_excluded(tmp_path):
+    p = copy_run(tmp_path, VANILLA)
+    (p / "attribution.csv").write_text(
+        "reclaimer_cgroup,scanned_cgroup,nr_scanned,nr_reclaimed,reclaim_ns,events,"
+        "target_cgroup,lru,nr_writeback,nr_immediate\n"
+        "lab.slice/neighbour.scope,lab.slice/dirtier.scope,10,0,0,1,lab.slice,file,0,0\n")
+    (p / "attribution.csv.pgscan").write_text("cgroup,pgscan_start,pgscan_end\n"
+                                              "lab.slice/dirtier.scope,0,10\n")
+    (p / "attribution.csv.meta").write_text("mode=patched\nsource=hist\nhist_dropped=3\n"
+                                            "lost_rows=0\n")
+    assert reasons(tmp_path)[VANILLA] == "lossy attribution: hist_dropped=3 (attribution.csv.meta)"
+    (p / "attribution.csv.meta").write_text("mode=patched\nsource=hist\nhist_dropped=0\n"
+                                            "lost_rows=0\n")
+    assert reasons(tmp_path)[VANILLA] == ""

@@ -98,4 +98,6 @@ def test_results_are_classified_from_the_run_status(tmp_path):
     assert job_result(1, hang)[0] == "kernel-trouble"
     assert job_result(1, other) == ["failed", "scenario exit status 1 in the guest"]
     assert job_result(0, other)[0] == "ok"
+    (other / "status.txt").write_text("result=ok\nreason=\nfailure_kind=\n")
+    assert job_result(0, other) == ["ok", ""]
     assert job_result(1, tmp_path / "none") == ["failed", "no status.txt"]
