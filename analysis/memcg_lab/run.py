@@ -416,6 +416,35 @@ def load_attribution_coverage(csv_path):
     return out
 
 
+def load_toggle_cost(path):
+    """tracepoint-toggle's attribution benchmark (toggle-cost.csv: the
+    dirtier's pgscan and system CPU at each switch of lab-reclaim-attrib):
+    per kind of window ("on", "off") the pages scanned, the system CPU and
+    the CPU per 1000 pages, and on/off, the tool's cost to the reclaimer
+    as a ratio in one run; None without the file."""
+    if not os.path.exists(path):
+        return None
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    sums = {"on": [0, 0], "off": [0, 0]}
+    for a, b in zip(rows, rows[1:]):
+        try:
+            pages = int(b["pgscan"]) - int(a["pgscan"])
+            usec = int(b["system_usec"]) - int(a["system_usec"])
+        except (KeyError, ValueError) as e:
+            raise RunError(f"{path}: bad row: {e}") from None
+        window = sums.setdefault(a["next_window"], [0, 0])
+        window[0] += pages
+        window[1] += usec
+    out = {}
+    for name, (pages, usec) in sums.items():
+        out[name] = {"pages": pages, "system_s": usec / 1e6,
+                     "us_per_1000_pages": usec / pages * 1000 if pages else None}
+    on, off = out["on"]["us_per_1000_pages"], out["off"]["us_per_1000_pages"]
+    out["on_over_off"] = on / off if on is not None and off else None
+    return out
+
+
 def sampler_intervals(interval, slow, slow_cgroups=None, vmstat_slow=None):
     """'100 ms', or '100 ms (slow files 1000 ms)' when they differ, and
     '(slow files, 2 cgroup(s), /proc/vmstat 1000 ms)' with cgroups and
@@ -537,6 +566,9 @@ def summarise(run_dir):
     coverage = load_attribution_coverage(os.path.join(run_dir, "attribution.csv"))
     if coverage is not None:
         summary["attribution_coverage"] = coverage
+    cost = load_toggle_cost(os.path.join(run_dir, "toggle-cost.csv"))
+    if cost is not None:
+        summary["attribution_cost"] = cost
     passes = load_reclaim_passes(os.path.join(run_dir, "attribution.csv"))
     if passes is not None:
         summary["reclaim_passes"] = passes
@@ -619,6 +651,14 @@ def format_summary(s):
         for cg, c in cov["memcgs"].items():
             ratio = "n/a" if c["ratio"] is None else f"{c['ratio']:.1%}"
             lines.append(f"  {cg:40s} {c['attributed']:>10d} of {c['pgscan']:>10d}  {ratio}")
+    if "attribution_cost" in s:
+        c = s["attribution_cost"]
+        parts = [f"{w} {c[w]['us_per_1000_pages']:.0f} us" if c[w]["us_per_1000_pages"] is not None
+                 else f"{w} n/a" for w in ("on", "off")]
+        ratio = "n/a" if c["on_over_off"] is None else f"{c['on_over_off']:.3f}"
+        lines.append("attribution cost to the reclaiming dirtier (system CPU per 1000 pages "
+                     f"scanned, lab-reclaim-attrib on/off windows): {', '.join(parts)}; "
+                     f"on/off {ratio}")
     if "sampler" in s:
         c = s["sampler"]
         lines.append(f"sampler cost: {c['cpu_pct_of_one']:.2f}% of one CPU at "

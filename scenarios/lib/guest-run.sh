@@ -502,7 +502,8 @@ ramp_until_writeback() {
 ATTRIB_PID=
 start_attribution() {
 	local i
-	lab-reclaim-attrib -r "$CGROOT" -o "$OUT/attribution.csv" 2>>"$OUT/attribution.log" &
+	lab-reclaim-attrib -r "$CGROOT" -o "${ATTRIB_OUT:-$OUT/attribution.csv}" \
+		2>>"$OUT/attribution.log" &
 	ATTRIB_PID=$!
 	# Its hists are in place when it says so; a tool that failed to set
 	# them up fails the run now, not after the phase it was to measure.
@@ -598,17 +599,42 @@ toggle_event_enable() {
 	done
 }
 
+# The lab's attribution itself, on (1) and off (0): the cost of its hist
+# triggers, paid by whoever reclaims (toggle-cost.csv).
+ATTRIB_ROUND=0
+toggle_attribution() {
+	record_toggle_cost "$1"
+	if [ "$1" = 1 ]; then
+		ATTRIB_ROUND=$((ATTRIB_ROUND + 1))
+		ATTRIB_OUT=$OUT/attribution-round-$ATTRIB_ROUND.csv start_attribution
+	else
+		stop_attribution
+	fi
+}
+
+# A row of toggle-cost.csv at each switch: the dirtier's pages scanned and
+# system CPU so far; windows between rows are "on" or "off".
+record_toggle_cost() {
+	local cg
+	cg=$(cg_of dirtier)
+	[ -f "$OUT/toggle-cost.csv" ] || echo "time_s,next_window,pgscan,system_usec" >"$OUT/toggle-cost.csv"
+	echo "$(uptime_s),$([ "$1" = 1 ] && echo on || echo off),$(memcg_stat "$cg" pgscan),$(awk '$1 == "system_usec" {print $2}' "$CGROOT/$cg/cpu.stat")" \
+		>>"$OUT/toggle-cost.csv"
+}
+
 # tracepoint-toggle: TOGGLE_ROUNDS on/off cycles of tracing (TOGGLE_MODE
 # enable: the event enable files; tracing-on: tracing_on and hist
-# triggers) while a dirtier under the parent limit keeps memcg reclaim
-# running.  A guest that panics is the host's verdict (kernel trouble);
-# toggles.csv says how many cycles it completed first.
+# triggers; attribution: lab-reclaim-attrib started and stopped, a
+# benchmark of its cost) while a dirtier under the parent limit keeps
+# memcg reclaim running.  A guest that panics is the host's verdict
+# (kernel trouble); toggles.csv says how many cycles it completed first.
 shape_tracepoint_toggle() {
 	local cg round toggle t0 ev
 	case $TOGGLE_MODE in
 	enable) toggle=toggle_event_enable ;;
 	tracing-on) toggle=toggle_tracing_on ;;
-	*) die "TOGGLE_MODE=$TOGGLE_MODE: enable or tracing-on" ;;
+	attribution) toggle=toggle_attribution ;;
+	*) die "TOGGLE_MODE=$TOGGLE_MODE: enable, tracing-on or attribution" ;;
 	esac
 	if [ -n "${TOGGLE_EVENTS:-}" ]; then
 		read -ra TOGGLE_EVENT_LIST <<<"$TOGGLE_EVENTS"
@@ -621,9 +647,9 @@ shape_tracepoint_toggle() {
 		[ -f "/sys/kernel/tracing/events/$ev/enable" ] || die "no event $ev in /sys/kernel/tracing/events"
 		echo "$ev enable=$(cat "/sys/kernel/tracing/events/$ev/enable")"
 	done >"$OUT/toggle-events.txt"
-	if [ "$TOGGLE_MODE" = tracing-on ]; then
+	if [ "$TOGGLE_MODE" != enable ]; then
 		! grep -q 'enable=0' "$OUT/toggle-events.txt" ||
-			die "TOGGLE_MODE=tracing-on wants every event enabled from boot: $(grep 'enable=0' "$OUT/toggle-events.txt" | tr '\n' ' ')"
+			die "TOGGLE_MODE=$TOGGLE_MODE wants every event enabled from boot: $(grep 'enable=0' "$OUT/toggle-events.txt" | tr '\n' ' ')"
 	fi
 	cg=$(cg_of dirtier)
 	prepare_stick
@@ -640,7 +666,7 @@ shape_tracepoint_toggle() {
 	# coverage of pgscan is checked by the boot test).  Not in enable
 	# mode: its triggers keep the events soft-enabled, and writing 0 to
 	# an enable file would then patch nothing.
-	[ "$TOGGLE_MODE" = enable ] || start_attribution
+	[ "$TOGGLE_MODE" != tracing-on ] || start_attribution
 	echo "round,mode,start_s,end_s,dirtier_pgscan" >"$OUT/toggles.csv"
 	for round in $(seq "$TOGGLE_ROUNDS"); do
 		t0=$(uptime_s)
@@ -655,6 +681,7 @@ shape_tracepoint_toggle() {
 		fi
 		scope_running dirtier || die "the dirtier ended after $round toggle rounds"
 	done
+	[ "$TOGGLE_MODE" != attribution ] || record_toggle_cost 1
 	stop_attribution
 	phase_end
 	stop_scope dirtier

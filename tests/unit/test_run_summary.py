@@ -400,3 +400,16 @@ def test_reclaim_throttle_sleeps_are_summed_per_cgroup_where_recorded(tmp_path):
     by = run.summarise(tmp_path)["reclaim_throttle"]["by_cgroup"]
     assert by[NEIGHBOUR] == {"sleeps": 3, "delayed_s": pytest.approx(0.201)}
     assert by[DIRTIER]["sleeps"] == 9 and by["-"]["sleeps"] == 1
+
+
+def test_attribution_cost_is_cpu_per_page_in_on_windows_over_off_windows(tmp_path):
+    write_run(tmp_path, [(10, NEIGHBOUR, PSI, 0), (12, NEIGHBOUR, PSI, 5)], [("toggle", 10, 50)])
+    # on: 2000 pages for 3000 us; off: 3000 pages for 3000 us; on again: 1000 for 1500
+    (tmp_path / "toggle-cost.csv").write_text(
+        "time_s,next_window,pgscan,system_usec\n"
+        "10,on,0,0\n20,off,2000,3000\n30,on,5000,6000\n40,on,6000,7500\n")
+    c = run.summarise(tmp_path)["attribution_cost"]
+    assert c["on"] == {"pages": 3000, "system_s": 0.0045, "us_per_1000_pages": 1500}
+    assert c["off"]["us_per_1000_pages"] == 1000
+    assert c["on_over_off"] == 1.5
+    assert "on 1500 us, off 1000 us; on/off 1.500" in run.format_summary(run.summarise(tmp_path))
