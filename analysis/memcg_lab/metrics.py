@@ -47,7 +47,9 @@ METRICS = [
     Metric("nb_throttled_s", "Neighbour throttled in reclaim", "s", "lower"),
     # Guards of the headline (report.py): none may be broken.
     Metric("slice_oom_kills", "OOM kills under the parent", "count", "lower"),
-    Metric("dirtier_of_stick_pct", "Dirtier write bandwidth of the stick's", "%", "higher"),
+    # What the stick wrote in the phase (vmstat nr_written) over its
+    # throttle: fio's own bandwidth counts the page cache it filled first.
+    Metric("dirtier_of_stick_pct", "Stick writes in the phase of its rate", "%", "higher"),
     # System-wide: the only scan counts a cgroup v1 run has.
     Metric("vm_pgscan_file", "System file pages scanned", "pages", "lower"),
     Metric("vm_efficiency_pct", "System file reclaim efficiency", "%", "higher"),
@@ -101,8 +103,8 @@ def run_metrics(summary, fio, probe):
         "nb_reclaim_ms_per_mib": _ratio(nb_reclaim, work, 1e3),
         "nb_throttled_s": None if not by_cgroup else by_cgroup.get(NB, {}).get("delayed_s", 0.0),
         "slice_oom_kills": counter(SL, "memory.events.oom_kill"),
-        "dirtier_of_stick_pct": None if write_bw is None or not stick else
-        write_bw * 1024 / stick * 100,
+        "dirtier_of_stick_pct": _ratio(counter("-", "vmstat.nr_written", 4096),
+                                       stick * phase_s if stick else None, 100),
         "throttled_s": None if by_reason is None else
         sum(t["delayed_s"] for t in by_reason.values()),
         "throttled_writeback_s": None if by_reason is None else

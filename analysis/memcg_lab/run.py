@@ -71,6 +71,9 @@ COUNTERS = [
     ("-", "vmstat.pgrefill"),
     ("-", "vmstat.pgrotated"),
     ("-", "vmstat.nr_vmscan_immediate_reclaim"),
+    # Pages whose writeback completed: what the stick took in the phase
+    # (the dirtier is its only writer).
+    ("-", "vmstat.nr_written"),
 ]
 
 

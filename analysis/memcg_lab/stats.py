@@ -328,7 +328,7 @@ def headline(metric_table, floor_table, arms, baseline, resamples=4000, seed=1):
 
 # (metric, test, what it says): every valid run of an arm must pass.
 GUARDS = [("slice_oom_kills", lambda v: v == 0, "no OOM kill under the parent"),
-          ("dirtier_of_stick_pct", lambda v: v >= 95, "dirtier writes >= 0.95x the stick")]
+          ("dirtier_of_stick_pct", lambda v: v >= 95, "the stick writes >= 0.95x its rate")]
 
 
 def guards(metric_table, arms):

@@ -171,5 +171,5 @@ def test_guards_count_the_runs_that_break_them():
                ("immediate", "dirtier_of_stick_pct"): [99, 90, 97]})
     g = stats.guards(t, ["immediate"]).set_index("guard")
     assert g.loc["no OOM kill under the parent", "failed"] == 1
-    assert g.loc["dirtier writes >= 0.95x the stick", "failed"] == 1
-    assert g.loc["dirtier writes >= 0.95x the stick", "worst"] == 90
+    assert g.loc["the stick writes >= 0.95x its rate", "failed"] == 1
+    assert g.loc["the stick writes >= 0.95x its rate", "worst"] == 90
