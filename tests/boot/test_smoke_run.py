@@ -105,7 +105,7 @@ def test_reclaim_throttle_hist_was_set_for_the_phase():
     # the file has its header (a kernel without hist triggers says "not
     # available"), and any rows belong to the measured phase.
     lines = read("reclaim-throttle.csv").splitlines()
-    assert lines[0] == "phase,reason,comm,pid,sleeps,delayed_us"
+    assert lines[0] == "phase,reason,comm,pid,sleeps,delayed_us,cgroup"
     assert all(line.startswith("write,") for line in lines[1:])
 
 
