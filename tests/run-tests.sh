@@ -54,7 +54,7 @@ log "boot test: a QEMU killed from outside is reported as such"
 MEMCG_LAB_RESULTS=$BOOT_RESULTS SET="SILENT_S=600" lab/run-scenario.sh smoke keep &
 runner=$!
 for _ in $(seq 240); do
-	run=$(ls -d "$BOOT_RESULTS"/smoke/*-keep* 2>/dev/null | tail -n 1)
+	run=$(ls -d "$BOOT_RESULTS"/smoke/*-keep* 2>/dev/null | tail -n 1 || true)
 	[ -n "$run" ] && grep -aq 'phase write ends' "$run/console.log" 2>/dev/null && break
 	sleep 0.5
 done

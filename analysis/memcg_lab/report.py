@@ -181,6 +181,16 @@ def headline_section(ds, scenario, metric_table, arms, baseline, sdir):
                   f"| {r.excess:.3g} | {red} | {ci} |")
         text.append(f"  {r.cost:6s} {r.arm:10s} n={r.runs} mean {r.mean:.3g} {unit}, excess "
                     f"{r.excess:.3g}, reduction {red} {ci}")
+    lat = stats.probe_excess(of_scenario(ds.probe, scenario), of_scenario(ds.probe, floor), arms)
+    lat.to_csv(os.path.join(sdir, "probe-excess.csv"), index=False)
+    if len(lat):
+        md += ["", "Probe fault latency over the floor's (bursts of all runs pooled):", "",
+               "| arm | quantile | bursts | ms | floor ms | excess ms |", "|---|---|---|---|---|---|"]
+    for r in lat.itertuples():
+        md.append(f"| {r.arm} | {r.quantile} | {r.bursts} | {r.ms:.0f} | {r.floor_ms:.0f} "
+                  f"| {r.excess_ms:.0f} |")
+        text.append(f"  probe  {r.arm:10s} {r.quantile} {r.ms:.0f} ms over the floor's "
+                    f"{r.floor_ms:.0f} ms: {r.excess_ms:+.0f} ms ({r.bursts} bursts)")
     md += ["", "Guards (valid runs that break them):", ""]
     for r in grd.itertuples():
         mark = "ok" if r.failed == 0 else f"**{r.failed} of {r.runs} runs break it**"

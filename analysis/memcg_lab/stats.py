@@ -326,6 +326,27 @@ def headline(metric_table, floor_table, arms, baseline, resamples=4000, seed=1):
                                        "floor_mean", "excess", "reduction", "ci_low", "ci_high"])
 
 
+def probe_excess(probe, floor_probe, arms, quantiles=(50, 99)):
+    """Rows (arm, quantile, bursts, ms, floor_bursts, floor_ms,
+    excess_ms): the neighbour's probe fault latency, bursts of all runs
+    of an arm pooled, against the floor's pooled bursts."""
+    rows = []
+    floor = floor_probe["latency_us"].to_numpy(dtype=float) / 1e3
+    if not len(floor):
+        return pd.DataFrame(columns=["arm", "quantile", "bursts", "ms", "floor_bursts",
+                                     "floor_ms", "excess_ms"])
+    for arm in arms:
+        lat = probe[probe["arm"] == arm]["latency_us"].to_numpy(dtype=float) / 1e3
+        if not len(lat):
+            continue
+        for q in quantiles:
+            a, f = float(np.percentile(lat, q)), float(np.percentile(floor, q))
+            rows.append({"arm": arm, "quantile": f"p{q}", "bursts": len(lat), "ms": a,
+                         "floor_bursts": len(floor), "floor_ms": f, "excess_ms": a - f})
+    return pd.DataFrame(rows, columns=["arm", "quantile", "bursts", "ms", "floor_bursts",
+                                       "floor_ms", "excess_ms"])
+
+
 # (metric, test, what it says): every valid run of an arm must pass.
 GUARDS = [("slice_oom_kills", lambda v: v == 0, "no OOM kill under the parent"),
           ("dirtier_of_stick_pct", lambda v: v >= 95, "the stick writes >= 0.95x its rate")]

@@ -877,11 +877,13 @@ static int write_outputs(const char *outpath, unsigned long long dropped)
 	out = fopen(side, "we");
 	if (!out)
 		goto fail;
+	/* A memcg made after the start (the neighbour's scope) began at 0. */
 	fprintf(out, "cgroup,pgscan_start,pgscan_end\n");
 	for (i = 0; i < nr_memcgs; i++)
-		if (memcgs[i].seen_start && memcgs[i].seen_end)
+		if (memcgs[i].seen_end)
 			fprintf(out, "%s,%llu,%llu\n", memcgs[i].path,
-				memcgs[i].start, memcgs[i].end);
+				memcgs[i].seen_start ? memcgs[i].start : 0,
+				memcgs[i].end);
 	if (fclose(out) == EOF)
 		goto fail;
 	return 0;

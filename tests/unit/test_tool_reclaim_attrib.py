@@ -289,6 +289,21 @@ def test_a_trigger_the_kernel_refuses_is_an_error_and_the_rest_are_removed(tmp_p
     assert not (tmp_path / "a.csv").exists()
 
 
+def test_a_memcg_made_during_the_window_counts_its_pgscan_from_0(tmp_path):
+    cg, _ = cgroups(tmp_path, {"lab.slice/dirtier.scope": 100})
+    t = fake_tracefs(tmp_path, [PATCHED])
+    out = tmp_path / "attribution.csv"
+    tool = subprocess.Popen([TOOL, "-i", "20", "-t", str(t), "-r", str(cg), "-o", str(out)],
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    (cg / "lab.slice/neighbour.scope/memory.stat").write_text("pgscan 42\n")
+    tool.send_signal(signal.SIGTERM)
+    _, err = tool.communicate(timeout=10)
+    assert tool.returncode == 0, err
+    assert (tmp_path / "attribution.csv.pgscan").read_text().splitlines()[1:] == [
+        "lab.slice/dirtier.scope,100,100", "lab.slice/neighbour.scope,0,42"]
+
+
 def test_dropped_events_are_counted(tmp_path):
     cg, ino = cgroups(tmp_path)
     d = ino["lab.slice/dirtier.scope"]
