@@ -261,6 +261,6 @@ def attribution_heatmap(attribution, arm, stem):
         ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=7, color="w")
     ax.set_xlabel("cgroup owning the scanned pages")
     ax.set_ylabel("reclaiming cgroup")
-    fig.colorbar(im, ax=ax, label="pages scanned (log scale; blank: none)")
-    ax.set_title(f"{arm}: reclaim attribution", fontsize=10)
+    fig.colorbar(im, ax=ax, label="pages scanned (log)")
+    ax.set_title(f"{arm}: reclaim attribution (blank: none)", fontsize=10)
     return save(fig, stem)

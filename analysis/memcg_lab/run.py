@@ -563,18 +563,15 @@ def summarise(run_dir):
     throttle = load_reclaim_throttle(os.path.join(run_dir, "reclaim-throttle.csv"), name)
     if throttle is not None:
         summary["reclaim_throttle"] = throttle
-    configs = load_sampler_configs(os.path.join(run_dir, "sampler-cost.csv"))
-    if configs is not None:
-        summary["sampler_configs"] = configs
-    coverage = load_attribution_coverage(os.path.join(run_dir, "attribution.csv"))
-    if coverage is not None:
-        summary["attribution_coverage"] = coverage
-    cost = load_toggle_cost(os.path.join(run_dir, "toggle-cost.csv"))
-    if cost is not None:
-        summary["attribution_cost"] = cost
-    passes = load_reclaim_passes(os.path.join(run_dir, "attribution.csv"))
-    if passes is not None:
-        summary["reclaim_passes"] = passes
+    # The files only some runs have: summary key, loader, file.
+    for key, loader, name in (("sampler_configs", load_sampler_configs, "sampler-cost.csv"),
+                              ("attribution_coverage", load_attribution_coverage,
+                               "attribution.csv"),
+                              ("reclaim_passes", load_reclaim_passes, "attribution.csv"),
+                              ("attribution_cost", load_toggle_cost, "toggle-cost.csv")):
+        value = loader(os.path.join(run_dir, name))
+        if value is not None:
+            summary[key] = value
     # What the per-unit-of-work metrics and the guards need.
     for key, param in (("probe_mb", "PROBE_MB"), ("stick_write_bps", "STICK_WRITE_BPS")):
         try:

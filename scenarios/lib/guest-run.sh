@@ -481,18 +481,26 @@ memcg_stat_mb() {
 	echo $((sum >> 20))
 }
 
+# The ramp phase: until the memcgs CG... hold MB of memory.stat KEY, or
+# RAMP_MAX_S, looking every STEP_S seconds (a heartbeat every 5 s).
+#   ramp_until STEP_S KEY MB CG...
+ramp_until() {
+	local step=$1 key=$2 mb=$3 t=0
+	shift 3
+	phase_begin ramp
+	while [ $t -lt "$RAMP_MAX_S" ]; do
+		sleep "$step"
+		t=$((t + step))
+		[ $((t % 5)) -eq 0 ] && heartbeat "$1"
+		[ "$(memcg_stat_mb "$key" "$@")" -ge "$mb" ] && break
+	done
+	phase_end
+}
+
 # Until the dirtiers hold RAMP_WRITEBACK_MB under writeback, or
 # RAMP_MAX_S: the precondition is judged later, on the measured phase.
 ramp_until_writeback() {
-	local t=0
-	phase_begin ramp
-	while [ $t -lt "$RAMP_MAX_S" ]; do
-		sleep 5
-		t=$((t + 5))
-		heartbeat "$1"
-		[ "$(memcg_stat_mb file_writeback "$@")" -ge "$RAMP_WRITEBACK_MB" ] && break
-	done
-	phase_end
+	ramp_until 5 file_writeback "$RAMP_WRITEBACK_MB" "$@"
 }
 
 # Who reclaimed whose pages during the measured phase (attribution.csv):
@@ -761,15 +769,7 @@ start_pinned_dirtier() {
 
 # Until the pinned member holds PIN_MB (memory.stat shmem), or RAMP_MAX_S.
 ramp_until_pinned() {
-	local t=0
-	phase_begin ramp
-	while [ $t -lt "$RAMP_MAX_S" ]; do
-		sleep 1
-		t=$((t + 1))
-		[ $((t % 5)) -eq 0 ] && heartbeat "$1"
-		[ "$(memcg_stat_mb shmem "$1")" -ge "$PIN_MB" ] && break
-	done
-	phase_end
+	ramp_until 1 shmem "$PIN_MB" "$1"
 	say "pinned: $(memcg_stat_mb shmem "$1")M of tmpfs in $1"
 }
 
