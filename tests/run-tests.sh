@@ -51,17 +51,21 @@ MEMCG_LAB_RESULTS=$BOOT_RESULTS lab/run-scenario.sh smoke vanilla
 LAB_SMOKE_RUN=$(newest_run smoke vanilla) /usr/bin/python3 -m pytest -q tests/boot/test_smoke_run.py
 
 log "boot test: a QEMU killed from outside is reported as such"
-MEMCG_LAB_RESULTS=$BOOT_RESULTS SET="SILENT_S=600" lab/run-scenario.sh smoke keep &
+# A results root of its own: an earlier run of this test must not be
+# taken for this one.
+KILLED_RESULTS=$BOOT_RESULTS/killed.$$
+MEMCG_LAB_RESULTS=$KILLED_RESULTS SET="SILENT_S=600" lab/run-scenario.sh smoke keep &
 runner=$!
 for _ in $(seq 240); do
-	run=$(ls -d "$BOOT_RESULTS"/smoke/*-keep* 2>/dev/null | tail -n 1 || true)
+	run=$(ls -d "$KILLED_RESULTS"/smoke/*-keep* 2>/dev/null | tail -n 1 || true)
 	[ -n "$run" ] && grep -aq 'phase write ends' "$run/console.log" 2>/dev/null && break
 	sleep 0.5
 done
 pkill -KILL -f "qemu-system-x86_64 .*memcg_lab.scenario=smoke memcg_lab.arm=keep" ||
 	die "no QEMU of the smoke/keep run to kill"
 wait "$runner" && die "the smoke run whose QEMU was killed did not fail"
-LAB_KILLED_RUN=$(newest_run smoke keep) /usr/bin/python3 -m pytest -q tests/boot/test_killed_run.py
+LAB_KILLED_RUN=$(ls -d "$KILLED_RESULTS"/smoke/*-keep | tail -n 1) \
+	/usr/bin/python3 -m pytest -q tests/boot/test_killed_run.py
 
 log "boot test: a silent guest is dumped by NMI and failed as a hang"
 MEMCG_LAB_HANG_S=45 SET="SILENT_S=600" MEMCG_LAB_RESULTS=$BOOT_RESULTS \
