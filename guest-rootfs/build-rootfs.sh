@@ -40,11 +40,14 @@ build_base_tree() {
 
 # The measurement tools, and the kernel invariant tests (tests/guest)
 # that the immediate-invariants scenario runs.
+# Always rebuilt (-B, seconds): the build folders in the cache are shared
+# by every checkout of the lab, and make's timestamps once put a binary
+# built from another checkout's older sources into an image.
 build_tools() {
 	local dest=$1
-	run_logged "$OUTDIR/tools.log" make -C "$HERE/tools" \
+	run_logged "$OUTDIR/tools.log" make -B -C "$HERE/tools" \
 		O="$OUTDIR/tools-build" DESTDIR="$dest" install
-	run_logged "$OUTDIR/tools.log" make -C "$LAB_ROOT/tests/guest" \
+	run_logged "$OUTDIR/tools.log" make -B -C "$LAB_ROOT/tests/guest" \
 		O="$OUTDIR/guest-tests-build" DESTDIR="$dest" install
 }
 

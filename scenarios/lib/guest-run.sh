@@ -520,8 +520,9 @@ start_attribution() {
 		kill -0 "$ATTRIB_PID" 2>/dev/null || break
 		sleep 0.1
 	done
+	kill -TERM "$ATTRIB_PID" 2>/dev/null || true
 	wait "$ATTRIB_PID" || true
-	die "lab-reclaim-attrib did not start: $(tail -n 3 "$OUT/attribution.log")"
+	die "lab-reclaim-attrib did not say its hists were installed within 15 s: $(tail -n 3 "$OUT/attribution.log")"
 }
 
 stop_attribution() {
