@@ -221,12 +221,13 @@ TRACE_EVENTS_VANILLA="mm_vmscan_lru_shrink_inactive"
 TRACE_EVENTS_COMMON="mm_vmscan_direct_reclaim_begin mm_vmscan_direct_reclaim_end
 mm_vmscan_memcg_reclaim_begin mm_vmscan_memcg_reclaim_end mm_vmscan_throttled"
 boot_trace_events() {
-	local map=$1 ev list=() shrink
+	local map=$1 ev list=() shrink have
+	# The kernel's tracepoints, read from System.map once.
+	have=" $(sed -n 's/^[0-9a-f]* [A-Za-z] __tracepoint_//p' "$map" | tr '\n' ' ') "
 	shrink=$TRACE_EVENTS_VANILLA
-	grep -q " __tracepoint_$TRACE_EVENTS_PATCHED\$" "$map" && shrink=$TRACE_EVENTS_PATCHED
+	[[ $have == *" $TRACE_EVENTS_PATCHED "* ]] && shrink=$TRACE_EVENTS_PATCHED
 	for ev in $shrink $TRACE_EVENTS_COMMON; do
-		grep -q " __tracepoint_$ev\$" "$map" || continue
-		list+=("vmscan:$ev")
+		[[ $have == *" $ev "* ]] && list+=("vmscan:$ev")
 	done
 	local IFS=,
 	echo "${list[*]}"

@@ -380,22 +380,33 @@ def attribution_rows(csv_path):
         return list(reader)
 
 
-def load_attribution_coverage(csv_path):
+def load_attribution(csv_path):
+    """attribution.csv, read once: {"coverage": load_attribution_coverage,
+    "passes": reclaim_passes}; None without the file."""
+    if not os.path.exists(csv_path):
+        return None
+    rows = attribution_rows(csv_path)
+    return {"coverage": load_attribution_coverage(csv_path, rows),
+            "passes": reclaim_passes(rows)}
+
+
+def load_attribution_coverage(csv_path, rows):
     """How much of each memcg's pgscan the attribution rows account for:
     lab-reclaim-attrib writes every memcg's memory.stat pgscan at its
     start and end beside its CSV (attribution.csv.pgscan); a memcg's rows
     with it as the scanned cgroup should sum to the difference.  {cgroup:
     {"pgscan", "attributed", "ratio"}} for the memcgs with no child
     memcg (pgscan is hierarchical), and with lost events ("hist_dropped",
-    "lost_rows") from the .meta; None without the files."""
+    "lost_rows") from the .meta; None without the .pgscan file (a run
+    from before it).  rows: attribution_rows(csv_path)."""
     side = csv_path + ".pgscan"
-    if not (os.path.exists(csv_path) and os.path.exists(side)):
+    if not os.path.exists(side):
         return None
     with open(side) as f:
         pgscan = {r["cgroup"]: int(r["pgscan_end"]) - int(r["pgscan_start"])
                   for r in csv.DictReader(f)}
     attributed = {}
-    for r in attribution_rows(csv_path):
+    for r in rows:
         if r["lru"] != "-":
             attributed[r["scanned_cgroup"]] = (attributed.get(r["scanned_cgroup"], 0)
                                                + int(r["nr_scanned"]))
@@ -565,13 +576,15 @@ def summarise(run_dir):
         summary["reclaim_throttle"] = throttle
     # The files only some runs have: summary key, loader, file.
     for key, loader, name in (("sampler_configs", load_sampler_configs, "sampler-cost.csv"),
-                              ("attribution_coverage", load_attribution_coverage,
-                               "attribution.csv"),
-                              ("reclaim_passes", load_reclaim_passes, "attribution.csv"),
                               ("attribution_cost", load_toggle_cost, "toggle-cost.csv")):
         value = loader(os.path.join(run_dir, name))
         if value is not None:
             summary[key] = value
+    attribution = load_attribution(os.path.join(run_dir, "attribution.csv"))
+    if attribution is not None:
+        summary["reclaim_passes"] = attribution["passes"]
+        if attribution["coverage"] is not None:
+            summary["attribution_coverage"] = attribution["coverage"]
     # What the per-unit-of-work metrics and the guards need.
     for key, param in (("probe_mb", "PROBE_MB"), ("stick_write_bps", "STICK_WRITE_BPS")):
         try:
@@ -581,15 +594,13 @@ def summarise(run_dir):
     return summary
 
 
-def load_reclaim_passes(csv_path):
+def reclaim_passes(rows):
     """Time in direct and memcg reclaim passes per reclaiming cgroup, from
-    lab-reclaim-attrib's rows with lru "-": {cgroup: {"s", "passes"}};
-    None without the file.  A pass's time includes its sleeps in
-    reclaim_throttle(), which happen inside it."""
-    if not os.path.exists(csv_path):
-        return None
+    lab-reclaim-attrib's rows with lru "-": {cgroup: {"s", "passes"}}.
+    A pass's time includes its sleeps in reclaim_throttle(), which happen
+    inside it."""
     out = {}
-    for r in attribution_rows(csv_path):
+    for r in rows:
         if r["lru"] != "-":
             continue
         p = out.setdefault(r["reclaimer_cgroup"], {"s": 0.0, "passes": 0})

@@ -4,6 +4,8 @@ before any run, and a job the ledger marks ok never run again."""
 import os
 import subprocess
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MATRIX = os.path.join(ROOT, "lab/matrix.sh")
 
@@ -50,20 +52,12 @@ def test_bad_names_and_counts_are_refused_before_any_run(tmp_path):
     assert not (tmp_path / "matrix-ledger.csv").exists()
 
 
-def test_a_job_done_before_is_skipped(tmp_path):
-    (tmp_path / "matrix-ledger.csv").write_text(
-        "scenario,arm,rep,result,run_folder,finished_utc\n"
-        "proactive,vanilla,2,ok,/x,2026-12-03T00:00:00Z\n")
-    p = matrix("one", "proactive", "vanilla", "2", results=tmp_path)
-    assert p.returncode == 0, p.stderr
-    assert "done before" in p.stderr
-    assert not (tmp_path / "proactive").exists()
-
-
-def test_a_job_the_kernel_failed_is_counted_and_never_retried(tmp_path):
+@pytest.mark.parametrize("result", ["ok", "kernel-trouble"])
+def test_a_job_done_before_or_failed_by_the_kernel_is_never_run_again(tmp_path, result):
+    # a kernel failure is a finding: counted, never retried
     (tmp_path / "matrix-ledger.csv").write_text(
         "scenario,arm,rep,result,run_folder,finished_utc,reason\n"
-        "proactive,vanilla,2,kernel-trouble,/x,2026-12-03T00:00:00Z,kernel trouble\n")
+        f"proactive,vanilla,2,{result},/x,2026-12-03T00:00:00Z,\n")
     p = matrix("one", "proactive", "vanilla", "2", results=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "done before" in p.stderr
