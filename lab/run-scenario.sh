@@ -294,18 +294,22 @@ boot_guest() {
 }
 
 # The guest asks for the stick's throttle with a console line
-# "stick: throttle on|off" and waits until stick-throttle.state in the
+# "stick: throttle on|off|stuck" (stuck: STICK_STUCK_BPS, a device that
+# has all but stopped) and waits until stick-throttle.state in the
 # results share answers "on|off N" for its Nth request.  Every change is
 # logged with the host's clock in stick-throttle.log.
 answer_throttle_requests() {
 	local requests n state bps
-	requests=$(grep -aoE 'stick: throttle (on|off)' "$RUN/console.log" || true)
+	requests=$(grep -aoE 'stick: throttle (on|off|stuck)' "$RUN/console.log" || true)
 	n=$(printf '%s' "$requests" | grep -c . || true)
 	while [ "$THROTTLE_ANSWERED" -lt "$n" ]; do
 		THROTTLE_ANSWERED=$((THROTTLE_ANSWERED + 1))
 		state=$(printf '%s\n' "$requests" | sed -n "${THROTTLE_ANSWERED}p" | awk '{print $3}')
-		bps=0
-		[ "$state" = on ] && bps=$STICK_WRITE_BPS
+		case $state in
+		on) bps=$STICK_WRITE_BPS ;;
+		stuck) bps=${STICK_STUCK_BPS:-4096} ;;
+		*) bps=0 ;;
+		esac
 		if "$LAB_ROOT/lab/qmp.py" throttle "$QMP" stick "$bps"; then
 			echo "$(date -u +%FT%T.%N) request $THROTTLE_ANSWERED: $state bps_wr=$bps" >>"$RUN/stick-throttle.log"
 			echo "$state $THROTTLE_ANSWERED" >"$RUN/stick-throttle.state"

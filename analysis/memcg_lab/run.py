@@ -335,7 +335,9 @@ def load_sampler_configs(path):
     return out
 
 
-THROTTLE_REASONS = ["writeback", "congested", "noprogress", "isolated"]
+# mm_vmscan_throttled's reasons; "parked" is series v2's OOM-edge wait
+# for parked writeback (VMSCAN_THROTTLE_PARKED).
+THROTTLE_REASONS = ["writeback", "congested", "noprogress", "isolated", "parked"]
 
 
 def load_reclaim_throttle(path, phase):

@@ -35,7 +35,8 @@ phase_end() {
 
 # Time in reclaim_throttle() per phase, by reason and task: where
 # reclaim that does not scan spends its time instead (the series' parked
-# folios are not scanned; patch 6 sleeps on them).  A hist trigger on
+# folios are not scanned; reclaim throttles as if it had met them, and
+# waits for them before an OOM, reason "parked").  A hist trigger on
 # vmscan:mm_vmscan_throttled, cleared at every phase begin and read at its
 # end into reclaim-throttle.csv; reason is the event's bit (1 << enum
 # vmscan_throttle_state).
@@ -66,7 +67,7 @@ throttle_hist_take() {
 	sed -nE 's/^\{ reason: *([0-9]+), common_pid: *(.*[^ ]) *\[ *([0-9]+)\] *\} hitcount: *([0-9]+) *usec_delayed: *([0-9]+).*/\1 \3 \4 \5 \2/p' \
 		"$THROTTLE_EVENT/hist" |
 		awk -v phase="$PHASE" '{
-			r = $1 == 1 ? "writeback" : $1 == 2 ? "isolated" : $1 == 4 ? "noprogress" : $1 == 8 ? "congested" : $1
+			r = $1 == 1 ? "writeback" : $1 == 2 ? "isolated" : $1 == 4 ? "noprogress" : $1 == 8 ? "congested" : $1 == 16 ? "parked" : $1
 			comm = $5; for (i = 6; i <= NF; i++) comm = comm " " $i
 			gsub(/,/, ";", comm)
 			printf "%s,%s,%s,%s,%s,%s\n", phase, r, comm, $2, $3, $4
@@ -266,6 +267,15 @@ stick_throttle() {
 }
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+# The stick all but stops completing writes (the host's STICK_STUCK_BPS)
+# this many seconds into the phase: a device that never completes, for
+# reclaim that waits on writeback.  Does every wait end, and does an OOM
+# come, within a bound?
+stick_stuck_after() {
+	sleep "$1"
+	stick_throttle stuck
+}
 
 # cgroup v2 (the default): systemd's lab.slice with transient scopes.
 # cgroup v1 (booted with systemd.unified_cgroup_hierarchy=0): memcgs made
@@ -746,7 +756,10 @@ shape_dirty_neighbour() {
 	fi
 	start_neighbour_phase
 	[ -z "${SAMPLER_COST_CONFIGS:-}" ] || measure_sampler_configs "$SLICE" "$cg" "$nb"
+	[ -z "${STICK_STUCK_AFTER_S:-}" ] || stick_stuck_after "$STICK_STUCK_AFTER_S"
 	finish_neighbour_phase "$cg"
+	# Unstuck, so that the dirtier can stop.
+	[ -z "${STICK_STUCK_AFTER_S:-}" ] || stick_throttle off
 	# dd and sleep were started in the background: SIGINT is ignored.
 	stop_scope dirtier "$([ -n "${PIN_MB:-}" ] && echo SIGTERM || echo SIGINT)"
 	stop_sampler

@@ -251,15 +251,17 @@ def test_reclaim_throttle_sleeps_are_summed_per_reason_and_task_in_the_phase(tmp
         "neighbour,writeback,lab-mmap-probe,300,3,250000\n"
         "neighbour,writeback,lab-mmap-probe,301,2,100000\n"
         "neighbour,writeback,kswapd0,41,1,100000\n"
-        "neighbour,noprogress,fio,280,7,7000\n")
+        "neighbour,noprogress,fio,280,7,7000\n"
+        "neighbour,parked,fio,280,4,400000\n")
     s = run.summarise(tmp_path)
     t = s["reclaim_throttle"]
+    assert t["by_reason"]["parked"] == {"sleeps": 4, "delayed_s": pytest.approx(0.4)}
     assert t["by_reason"]["writeback"] == {"sleeps": 6, "delayed_s": pytest.approx(0.45)}
     assert t["by_reason"]["noprogress"] == {"sleeps": 7, "delayed_s": pytest.approx(0.007)}
     assert t["by_task"]["writeback:lab-mmap-probe"]["sleeps"] == 5
     assert t["by_cgroup"] == {}     # a file from before the cgroup column
     text = run.format_summary(s)
-    assert "reclaim_throttle() sleeps in the phase: noprogress 7 for 0.01 s; writeback 6 for 0.45 s" in text
+    assert "reclaim_throttle() sleeps in the phase: noprogress 7 for 0.01 s; parked 4 for 0.40 s; writeback 6 for 0.45 s" in text
 
 
 def test_reclaim_throttle_without_sleeps_or_without_the_trigger(tmp_path):
