@@ -307,7 +307,7 @@ answer_throttle_requests() {
 		state=$(printf '%s\n' "$requests" | sed -n "${THROTTLE_ANSWERED}p" | awk '{print $3}')
 		case $state in
 		on) bps=$STICK_WRITE_BPS ;;
-		stuck) bps=${STICK_STUCK_BPS:-4096} ;;
+		stuck) bps=${STICK_STUCK_BPS:-512} ;;
 		*) bps=0 ;;
 		esac
 		if "$LAB_ROOT/lab/qmp.py" throttle "$QMP" stick "$bps"; then
