@@ -9,9 +9,8 @@
 #                    for CI
 # --final-only       the above, then build the whole series twice, with
 #                    CONFIG_LRU_IMMEDIATE=y and =n
-# --n-vs-vanilla     the checkpatch steps, then compile N_DIRS (mm/,
-#                    fs/proc/, drivers/base/, kernel/power/) of the
-#                    pristine tree and of the series with
+# --n-vs-vanilla     the checkpatch steps, then compile N_DIRS (mm/ and
+#                    fs/proc/) of the pristine tree and of the series with
 #                    CONFIG_LRU_IMMEDIATE=n, from one config, and compare
 #                    every object (lab/compare-objects.sh): only the
 #                    objects patches 1-2 change (the attribution
@@ -48,8 +47,11 @@ FRAGMENT=$LAB_ROOT/lab/kernel/memcg-lab.config
 JOBS=${MEMCG_LAB_JOBS:-$(nproc)}
 ALLOWED_CHECKS=(OPEN_ENDED_LINE PARENTHESIS_ALIGNMENT CAMELCASE)
 # Directories --n-vs-vanilla compiles: every .c file the series changes
-# is in them, and the series' headers reach all of their objects.
-N_DIRS=(mm/ fs/proc/ drivers/base/ kernel/power/)
+# and the lab's config builds is in them, and the series' headers reach
+# all of their objects.  (drivers/base/node.c and kernel/power/snapshot.c
+# need NUMA and HIBERNATION, which the config leaves out; the series
+# changes them only under #ifdef CONFIG_LRU_IMMEDIATE.)
+N_DIRS=(mm/ fs/proc/)
 # Patches 1-2 are not under CONFIG_LRU_IMMEDIATE: with =n, their
 # tracepoint and sysctl are the only code the series adds.
 N_DIFFERS_ALLOWED=(mm/vmscan.o)
