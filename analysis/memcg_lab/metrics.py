@@ -36,6 +36,12 @@ METRICS = [
     # the time reclaim waits instead of scanning.
     Metric("throttled_s", "Reclaim throttled, all tasks", "s", "lower"),
     Metric("throttled_writeback_s", "Reclaim throttled on writeback, all tasks", "s", "lower"),
+    Metric("throttled_congested_s", "Reclaim throttled on congestion, all tasks", "s", "lower"),
+    # Series v2's wait for parked writeback before an OOM, and whose
+    # tasks it lands on: the dirtier's or the neighbour's.
+    Metric("throttled_parked_s", "Reclaim waited for parked writeback, all tasks", "s", "lower"),
+    Metric("dirtier_throttled_parked_s", "Dirtier waited for parked writeback", "s", "lower"),
+    Metric("nb_throttled_parked_s", "Neighbour waited for parked writeback", "s", "lower"),
     # Per unit of the neighbour's work (MiB its reader read plus MiB its
     # probe faulted): the runs of different arms do different amounts.
     Metric("nb_work_mib", "Neighbour work (read + faulted)", "MiB", "higher"),
@@ -87,6 +93,7 @@ def run_metrics(summary, fio, probe):
     throttle = summary.get("reclaim_throttle")
     by_reason = throttle["by_reason"] if isinstance(throttle, dict) else None
     by_cgroup = throttle.get("by_cgroup") if isinstance(throttle, dict) else None
+    by_reason_cgroup = throttle.get("by_reason_cgroup") if isinstance(throttle, dict) else None
     read_mib = fio_stat("neighbour-read", "read", "io_MiB")
     probe_mb = summary.get("probe_mb")
     work = None
@@ -109,6 +116,14 @@ def run_metrics(summary, fio, probe):
         sum(t["delayed_s"] for t in by_reason.values()),
         "throttled_writeback_s": None if by_reason is None else
         by_reason.get("writeback", {}).get("delayed_s", 0.0),
+        "throttled_congested_s": None if by_reason is None else
+        by_reason.get("congested", {}).get("delayed_s", 0.0),
+        "throttled_parked_s": None if by_reason is None else
+        by_reason.get("parked", {}).get("delayed_s", 0.0),
+        "dirtier_throttled_parked_s": None if not by_reason_cgroup else
+        by_reason_cgroup.get(f"parked:{DT}", {}).get("delayed_s", 0.0),
+        "nb_throttled_parked_s": None if not by_reason_cgroup else
+        by_reason_cgroup.get(f"parked:{NB}", {}).get("delayed_s", 0.0),
         "nb_psi_some_s": None if some_us is None else some_us / 1e6,
         "nb_psi_some_pct": _ratio(some_us, phase_s * 1e6, 100),
         "nb_psi_full_s": counter(NB, "memory.pressure.full.total", 1e-6),

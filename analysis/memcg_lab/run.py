@@ -343,7 +343,9 @@ THROTTLE_REASONS = ["writeback", "congested", "noprogress", "isolated", "parked"
 def load_reclaim_throttle(path, phase):
     """reclaim-throttle.csv's rows of one phase summed per reason, and per
     (reason, task name) for the tasks that slept: {"by_reason": {reason:
-    {"sleeps", "delayed_s"}}, "by_task": {...}}.  None without the file,
+    {"sleeps", "delayed_s"}}, "by_task": {...}}, and with the cgroup
+    column per cgroup ("by_cgroup") and per (reason, cgroup)
+    ("by_reason_cgroup", keys "reason:cgroup").  None without the file,
     "not available" when the guest could not set the hist trigger."""
     if not os.path.exists(path):
         return None
@@ -351,7 +353,7 @@ def load_reclaim_throttle(path, phase):
         first = f.readline()
         if not first.startswith("phase,"):
             return "not available"
-        by_reason, by_task, by_cgroup = {}, {}, {}
+        by_reason, by_task, by_cgroup, by_reason_cgroup = {}, {}, {}, {}
         for row in csv.DictReader(f, fieldnames=first.strip().split(",")):
             if row["phase"] != phase:
                 continue
@@ -361,11 +363,13 @@ def load_reclaim_throttle(path, phase):
             tables = [(by_reason, row["reason"]), (by_task, f"{row['reason']}:{row['comm']}")]
             if row.get("cgroup"):
                 tables.append((by_cgroup, row["cgroup"]))
+                tables.append((by_reason_cgroup, f"{row['reason']}:{row['cgroup']}"))
             for table, key in tables:
                 t = table.setdefault(key, {"sleeps": 0, "delayed_s": 0.0})
                 t["sleeps"] += sleeps
                 t["delayed_s"] += delayed
-    return {"by_reason": by_reason, "by_task": by_task, "by_cgroup": by_cgroup}
+    return {"by_reason": by_reason, "by_task": by_task, "by_cgroup": by_cgroup,
+            "by_reason_cgroup": by_reason_cgroup}
 
 
 ATTRIBUTION_NEEDS = ("reclaimer_cgroup", "scanned_cgroup", "nr_scanned", "reclaim_ns",

@@ -78,6 +78,23 @@ def test_reclaim_throttle_sleeps_are_metrics_where_recorded(tmp_path):
     v = collect.Dataset(tmp_path).metrics.set_index("metric")["value"]
     assert v["throttled_s"] == pytest.approx(0.307)
     assert v["throttled_writeback_s"] == pytest.approx(0.3)
+    assert v["throttled_congested_s"] == pytest.approx(0.007)
+    # Without the cgroup column, nobody's parked waits can be told apart.
+    assert "nb_throttled_parked_s" not in v.index
+
+
+def test_parked_waits_are_metrics_per_reason_and_cgroup(tmp_path):
+    p = copy_run(tmp_path, VANILLA)
+    (p / "reclaim-throttle.csv").write_text(
+        "phase,reason,comm,pid,sleeps,delayed_us,cgroup\n"
+        "neighbour,parked,lab-mmap-probe,300,2,1800000,lab.slice/neighbour.scope\n"
+        "neighbour,parked,fio,280,5,4500000,lab.slice/dirtier.scope\n"
+        "neighbour,congested,fio,280,7,7000,lab.slice/dirtier.scope\n")
+    v = collect.Dataset(tmp_path).metrics.set_index("metric")["value"]
+    assert v["throttled_parked_s"] == pytest.approx(6.3)
+    assert v["nb_throttled_parked_s"] == pytest.approx(1.8)
+    assert v["dirtier_throttled_parked_s"] == pytest.approx(4.5)
+    assert v["nb_throttled_s"] == pytest.approx(1.8)
 
 
 def test_run_without_status_is_incomplete():

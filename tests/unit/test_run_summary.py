@@ -270,7 +270,8 @@ def test_reclaim_throttle_without_sleeps_or_without_the_trigger(tmp_path):
     assert "reclaim_throttle" not in run.summarise(tmp_path)
     (tmp_path / "reclaim-throttle.csv").write_text("phase,reason,comm,pid,sleeps,delayed_us\n")
     s = run.summarise(tmp_path)
-    assert s["reclaim_throttle"] == {"by_reason": {}, "by_task": {}, "by_cgroup": {}}
+    assert s["reclaim_throttle"] == {"by_reason": {}, "by_task": {}, "by_cgroup": {},
+                                     "by_reason_cgroup": {}}
     assert "reclaim_throttle() sleeps in the phase: none" in run.format_summary(s)
     (tmp_path / "reclaim-throttle.csv").write_text("not available: cannot set a hist trigger\n")
     assert "not available on this kernel" in run.format_summary(run.summarise(tmp_path))
@@ -398,10 +399,16 @@ def test_reclaim_throttle_sleeps_are_summed_per_cgroup_where_recorded(tmp_path):
         f"neighbour,writeback,fio,300,2,200000,{NEIGHBOUR}\n"
         f"neighbour,writeback,fio,200,9,900000,{DIRTIER}\n"
         f"neighbour,congested,lab-mmap-probe,301,1,1000,{NEIGHBOUR}\n"
+        f"neighbour,parked,fio,300,3,2700000,{NEIGHBOUR}\n"
         "neighbour,congested,kworker/u4:2,99,1,1000,-\n")
-    by = run.summarise(tmp_path)["reclaim_throttle"]["by_cgroup"]
-    assert by[NEIGHBOUR] == {"sleeps": 3, "delayed_s": pytest.approx(0.201)}
+    t = run.summarise(tmp_path)["reclaim_throttle"]
+    by = t["by_cgroup"]
+    assert by[NEIGHBOUR] == {"sleeps": 6, "delayed_s": pytest.approx(2.901)}
     assert by[DIRTIER]["sleeps"] == 9 and by["-"]["sleeps"] == 1
+    # Whose tasks waited, and why: the neighbour's parked waits apart.
+    assert t["by_reason_cgroup"][f"parked:{NEIGHBOUR}"] == {"sleeps": 3,
+                                                            "delayed_s": pytest.approx(2.7)}
+    assert f"parked:{DIRTIER}" not in t["by_reason_cgroup"]
 
 
 def test_attribution_cost_is_cpu_per_page_in_on_windows_over_off_windows(tmp_path):
