@@ -415,6 +415,7 @@ struct list_walk {
 	long lruvecs, folios, pages, writeback, not_lru, bad, mismatched;
 	long zone_pages;	/* nr_zone_immediate summed over zones */
 	long cg_pages;		/* pages parked in the memcg asked about */
+	long cg_writeback;	/* of those, under writeback */
 };
 
 static bool have_verifier;
@@ -423,9 +424,9 @@ static bool have_verifier;
 static int walk_lists(struct list_walk *w, const char *cg)
 {
 	unsigned long long cgid = 0, id;
+	long pages, writeback;
 	char line[512];
 	struct stat st;
-	long pages;
 	FILE *f;
 	int n = 0;
 
@@ -439,10 +440,12 @@ static int walk_lists(struct list_walk *w, const char *cg)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "cgid %llu node %*d folios %*d pages %ld",
-			   &id, &pages) == 2) {
-			if (cg && id == cgid)
+		if (sscanf(line, "cgid %llu node %*d folios %*d pages %ld writeback %ld",
+			   &id, &pages, &writeback) == 3) {
+			if (cg && id == cgid) {
 				w->cg_pages += pages;
+				w->cg_writeback += writeback;
+			}
 			continue;
 		}
 		n = sscanf(line,
@@ -1197,9 +1200,16 @@ static int op_truncate(const char *file)
  * parks mapped folios; beside it, two processes mlocking and munlocking
  * the same chunks (two, so that each one's mlock_count and PG_mlocked
  * races with the other's and leaves folios evictable in a locked vma),
- * fadvise(DONTNEED) and compact_memory.  Then the dirtier stops (no more
- * charges, so no more reclaim and no sweep) while the others go on until
- * writeback has drained: a folio stranded then stays stranded.  Then
+ * fadvise(DONTNEED) and compact_memory.
+ *
+ * While the dirtier runs, the memcg is under reclaim and its sweep moves
+ * a stranded folio within milliseconds (it is near the list's tail: it
+ * was among the oldest in flight), so pgrescued cannot tell a stranded
+ * folio from a completion the sweep met in flight.  So the stress runs
+ * in cycles: the dirtier parks folios for PARK_S seconds, then pauses
+ * (no charges, so no reclaim and no sweep) while the others go on until
+ * the memcg's writeback has drained; a folio stranded then stays so, and
+ * a kpageflags census twice, 200 ms apart, finds it.  At the end
  * everything stops, and within 100 ms of sync() nothing may be parked.
  */
 static int stress_s = 30;
@@ -1208,9 +1218,12 @@ static int stress_s = 30;
 #define LOCK_CHUNK	(1UL << 20)	/* mlocked and munlocked at a time */
 #define DRAIN_MAX_S	30
 
+/* Seconds of parking in each cycle of the stress */
+#define PARK_S		3
+
 /* Shared with the stress's children (an anonymous shared page). */
 struct stress_ctl {
-	volatile int draining;		/* the dirtier has stopped */
+	volatile int paused;		/* the dirtier waits: the drain */
 	volatile long passes, locks, fadvises, compactions;
 };
 
@@ -1276,6 +1289,8 @@ static void mapped_dirtier(const char *cg, const char *file, size_t len)
 	p = child_map(file, len, PROT_READ | PROT_WRITE, &fd);
 	for (;;) {
 		for (off = 0; off < len; off += page) {
+			while (ctl->paused)
+				sleep_ms(10);
 			p[off]++;
 			if ((off + page) % STRAND_CHUNK)
 				continue;
@@ -1299,9 +1314,9 @@ static void pin_to_cpu(int cpu)
 
 /*
  * mlock and munlock chunk after chunk of the mapping on CPU, never
- * returns.  MLOCK_ONFAULT locks only what is mapped, so once the dirtier
- * has stopped this charges nothing to the memcg (no reclaim, no sweep);
- * before that, reading the chunk maps it.  Two lockers start together
+ * returns.  MLOCK_ONFAULT locks only what is mapped, so while the dirtier
+ * pauses this charges nothing to the memcg (no reclaim, no sweep); the
+ * rest of the time, reading the chunk maps it.  Two lockers start together
  * on the same chunks, so that their mlock_pagevec()s meet on the same
  * folios.
  */
@@ -1317,7 +1332,7 @@ static void locker(const char *cg, const char *file, size_t len, int cpu)
 	pin_to_cpu(cpu);
 	p = child_map(file, len, PROT_READ, &fd);
 	for (off = 0;; off = (off + LOCK_CHUNK) % len) {
-		if (!ctl->draining)
+		if (!ctl->paused)
 			for (i = 0; i < LOCK_CHUNK; i += page)
 				sink = p[off + i];
 		mlock2(p + off, LOCK_CHUNK, MLOCK_ONFAULT);
@@ -1429,14 +1444,64 @@ static void unstrand(void)
 	     vmstat("pgrescued") - rescued0);
 }
 
+/* What the drains of the stress found. */
+struct drain_census {
+	int drains, scans;
+	long parked_at_pause;	/* summed: the memcg's parked pages */
+	long drain_ms;		/* summed */
+	long stranded;		/* summed: pfns clean and parked in both censuses */
+};
+
+/*
+ * After a drain: pfns parked and clean in two censuses 200 ms apart.  A
+ * completion in flight takes microseconds, and with the dirtier paused
+ * nothing reclaims the memcg, so these are stranded.
+ */
+static void census_stranded(struct drain_census *d)
+{
+	static struct pfn_census a, b;
+	long n;
+
+	if (!have_kpageflags || scan_page_flags(&a))
+		return;
+	sleep_ms(200);
+	if (scan_page_flags(&b))
+		return;
+	d->scans++;
+	n = census_common(&a, &b);
+	if (n) {
+		diag("drain %d: %ld pages parked and clean 200 ms apart", d->drains, n);
+		diag_census("then", &b);
+	}
+	d->stranded += n;
+}
+
+/* One cycle: park for PARK_S, then pause the dirtier and drain. */
+static void stress_cycle(const char *cg, struct load_samples *s,
+			 struct drain_census *d)
+{
+	struct list_walk w;
+
+	ctl->paused = 0;
+	sample_for(s, PARK_S);
+	ctl->paused = 1;
+	if (have_verifier && !walk_lists(&w, cg))
+		d->parked_at_pause += w.cg_pages;
+	d->drain_ms += drain_writeback(cg, s);
+	d->drains++;
+	census_stranded(d);
+}
+
 static void test_stranding_stress(const char *file)
 {
 	long before[NR_STRESS_KEYS], max_mb = memcg_max_mb / 2, oom0;
 	size_t len = (size_t)memcg_max_mb * 3 / 4 * MIB;
 	static struct load_samples samples;
 	pid_t dirtier, lockers[2], fadv, compact;
-	long drain_ms;
+	struct drain_census drains = { 0 };
+	struct timespec t0;
 	char cg[PATH_MAX];
+	long stress_ms;
 	int i;
 
 	set_policy("immediate");
@@ -1448,8 +1513,8 @@ static void test_stranding_stress(const char *file)
 		bail_out("mmap", "the stress's shared page");
 	oom0 = oom_kills();
 	vmstat_many(stress_keys, before, NR_STRESS_KEYS);
-	diag("stranding stress: %zu MiB of %s mapped in a %ld MiB memcg, %d s, then the drain",
-	     len / MIB, file, max_mb, stress_s);
+	diag("stranding stress: %zu MiB of %s mapped in a %ld MiB memcg, %d s of %d s parking + drain cycles",
+	     len / MIB, file, max_mb, stress_s, PARK_S);
 
 	if (!(dirtier = fork_or_bail("the mapped dirtier")))
 		mapped_dirtier(cg, file, len);
@@ -1462,23 +1527,30 @@ static void test_stranding_stress(const char *file)
 		compactor();
 
 	samples_init(&samples);
-	sample_for(&samples, stress_s);
-	ctl->draining = 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		stress_cycle(cg, &samples, &drains);
+	while (elapsed_ms(&t0) < stress_s * 1000L);
+	stress_ms = elapsed_ms(&t0);
 	kill_and_wait(dirtier);
-	drain_ms = drain_writeback(cg, &samples);
 	for (i = 0; i < 2; i++)
 		kill_and_wait(lockers[i]);
 	kill_and_wait(fadv);
 	kill_and_wait(compact);
 
-	diag("stress: %d s with the dirtier (%ld passes), %ld ms of drain; %ld mlock+munlock of %lu KiB, %ld fadvise, %ld compact_memory; OOM kills %ld",
-	     stress_s, ctl->passes, drain_ms, ctl->locks, LOCK_CHUNK >> 10,
-	     ctl->fadvises, ctl->compactions, oom_kills() - oom0);
-	if (samples.first_persistent_ms >= 0)
-		diag("a page was first seen parked and clean in two censuses in a row %ld ms into the stress",
-		     samples.first_persistent_ms);
+	diag("stress: %ld ms, %d cycles (%ld dirtier passes), %ld pages parked at the pauses, %ld ms of drains; %ld mlock+munlock of %lu KiB, %ld fadvise, %ld compact_memory; OOM kills %ld",
+	     stress_ms, drains.drains, ctl->passes, drains.parked_at_pause,
+	     drains.drain_ms, ctl->locks, LOCK_CHUNK >> 10, ctl->fadvises,
+	     ctl->compactions, oom_kills() - oom0);
 	diag_stress_deltas(before);
 	tap_samples(&samples, "during the stranding stress");
+	if (!have_kpageflags)
+		tap_skip("nothing stays parked after a drain (kpageflags)",
+			 "no " KPAGEFLAGS);
+	else
+		tap_result(drains.scans == drains.drains && !drains.stranded,
+			   "in %d drains of %ld parked pages amid mlock/munlock, fadvise and compaction, no page stays parked after its writeback (%ld did)",
+			   drains.drains, drains.parked_at_pause, drains.stranded);
 	if (!tap_parked_after_sync("the stranding stress"))
 		unstrand();
 	tap_counters("after the stranding stress, with nothing moving", 0);
