@@ -631,8 +631,8 @@ static void tap_counters(const char *when, long bound)
  * with PG_immediate and PG_lru is parked (an isolated one, PG_lru clear,
  * is reclaim's to park or drop); parked and not under writeback it
  * should be unparked within microseconds.  Unlike the list walk, this
- * tells which page it is, so a page seen so twice, a second apart, was
- * missed (stranded), not caught in flight.
+ * tells which page it is, so a page seen so in two censuses, 200 ms or
+ * more apart, was missed (stranded), not caught in flight.
  */
 #define KPAGEFLAGS "/proc/kpageflags"
 #define KPF_DIRTY	4
@@ -1080,7 +1080,8 @@ static void test_rmdir_with_parked_folios(const char *file)
  * Right after OP, with the writer still running: the lists must be
  * sound (no folio that does not belong, every LRU size matching its
  * list) and hold no more clean folios than completions in flight.
- * Checked after sync only, as before, every path has unparked anyway.
+ * Checked only after sync, as before, it would find nothing: by then
+ * every path has unparked anyway.
  */
 static void tap_walk_after_op(const char *op, long unparked0)
 {
@@ -1335,8 +1336,12 @@ static void locker(const char *cg, const char *file, size_t len, int cpu)
 		if (!ctl->paused)
 			for (i = 0; i < LOCK_CHUNK; i += page)
 				sink = p[off + i];
-		mlock2(p + off, LOCK_CHUNK, MLOCK_ONFAULT);
-		munlock(p + off, LOCK_CHUNK);
+		if (mlock2(p + off, LOCK_CHUNK, MLOCK_ONFAULT) ||
+		    munlock(p + off, LOCK_CHUNK)) {
+			fprintf(stderr, "immediate_test: mlock2/munlock of %s: %s\n",
+				file, strerror(errno));
+			_exit(1);
+		}
 		ctl->locks++;
 	}
 	(void)sink;
@@ -1349,6 +1354,10 @@ static void fadviser(const char *cg, const char *file, size_t len)
 
 	child_setup(cg);
 	fd = open(file, O_RDONLY);
+	if (fd < 0) {
+		fprintf(stderr, "immediate_test: %s: %s\n", file, strerror(errno));
+		_exit(1);
+	}
 	for (;;) {
 		posix_fadvise(fd, 0, len, POSIX_FADV_DONTNEED);
 		ctl->fadvises++;
@@ -1364,7 +1373,10 @@ static void compactor(void)
 {
 	child_setup(NULL);
 	for (;;) {
-		write_file("/proc/sys/vm/compact_memory", "1");
+		if (write_file("/proc/sys/vm/compact_memory", "1")) {
+			fprintf(stderr, "immediate_test: cannot write /proc/sys/vm/compact_memory\n");
+			_exit(1);
+		}
 		ctl->compactions++;
 		sleep_ms(200);
 	}
@@ -1379,12 +1391,16 @@ static pid_t fork_or_bail(const char *what)
 	return pid;
 }
 
-static void kill_and_wait(pid_t pid)
+/* Stops a child of the stress; says so if it had ended by itself. */
+static void kill_and_wait(pid_t pid, const char *what)
 {
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
+	int status = 0;
+
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+		diag("the stress's %s ended early (wait status %#x): see stderr",
+		     what, status);
 }
 
 /* vmstat deltas the stress reports. */
@@ -1532,11 +1548,11 @@ static void test_stranding_stress(const char *file)
 		stress_cycle(cg, &samples, &drains);
 	while (elapsed_ms(&t0) < stress_s * 1000L);
 	stress_ms = elapsed_ms(&t0);
-	kill_and_wait(dirtier);
+	kill_and_wait(dirtier, "dirtier");
 	for (i = 0; i < 2; i++)
-		kill_and_wait(lockers[i]);
-	kill_and_wait(fadv);
-	kill_and_wait(compact);
+		kill_and_wait(lockers[i], "locker");
+	kill_and_wait(fadv, "fadviser");
+	kill_and_wait(compact, "compactor");
 
 	diag("stress: %ld ms, %d cycles (%ld dirtier passes), %ld pages parked at the pauses, %ld ms of drains; %ld mlock+munlock of %lu KiB, %ld fadvise, %ld compact_memory; OOM kills %ld",
 	     stress_ms, drains.drains, ctl->passes, drains.parked_at_pause,
