@@ -14,7 +14,11 @@
  * reclaim, and checks the kernel's counters: /proc/vmstat nr_immediate and
  * pgimmediate_*, memory.stat "immediate", vm.reclaim_writeback_policy,
  * and the lists themselves through the series' list-walk verifier,
- * /sys/kernel/debug/lru_immediate_verify.  The console is checked for
+ * /sys/kernel/debug/lru_immediate_verify, and which pages are parked
+ * through /proc/kpageflags.  The states are checked under load and within
+ * 100 ms of sync(), not only once everything has drained.  -s sets the
+ * length of the stranding stress (test_stranding_stress()); -t runs only
+ * the named test groups, for measurements.  The console is checked for
  * WARN/BUG/lockdep splats by the host.
  */
 #define _GNU_SOURCE
