@@ -1047,7 +1047,7 @@ shape_invariants() {
 		die "cannot enable the memory controller in $parent"
 	# The tests' memcgs (see immediate_test.c), sampled while they exist.
 	local rel=${parent#"$CGROOT"/} cgs=() t
-	for t in park activate immediate toggle rmdir fadvise-dontneed compact_memory mlock truncate; do
+	for t in park activate immediate toggle rmdir fadvise-dontneed compact_memory mlock truncate strand; do
 		cgs+=("$rel/$t")
 	done
 	start_sampler "$rel" "${cgs[@]}"
@@ -1056,7 +1056,8 @@ shape_invariants() {
 	# minutes: a heartbeat keeps the host's hang detector quiet.
 	# A subshell, so that $! is the whole pipeline (pipefail: its status).
 	("$GUEST_TESTS/immediate_test" -d /mnt/stick -c "$parent" \
-		-m "$TEST_MEMCG_MAX_MB" -f "$TEST_FILE_MB" | tee "$OUT/immediate-test.tap") &
+		-m "$TEST_MEMCG_MAX_MB" -f "$TEST_FILE_MB" -s "$TEST_STRESS_S" \
+		${TEST_ONLY:+-t "$TEST_ONLY"} | tee "$OUT/immediate-test.tap") &
 	local tests_pid=$! t=0
 	while kill -0 "$tests_pid" 2>/dev/null; do
 		sleep 1
