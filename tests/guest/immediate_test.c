@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/klog.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -42,6 +43,7 @@
 #include <unistd.h>
 
 #define POLICY "/proc/sys/vm/reclaim_writeback_policy"
+#define LRU_GEN "/sys/kernel/mm/lru_gen/enabled"
 #define VERIFIER "/sys/kernel/debug/lru_immediate_verify"
 #define MIB (1UL << 20)
 
@@ -418,6 +420,7 @@ static long all_memcgs_parked(const char *dir)
 struct list_walk {
 	long lruvecs, folios, pages, writeback, not_lru, bad, mismatched;
 	long zone_pages;	/* nr_zone_immediate summed over zones */
+	long clean, stray;	/* series v2's columns; -1 without them */
 	long cg_pages;		/* pages parked in the memcg asked about */
 	long cg_writeback;	/* of those, under writeback */
 };
@@ -453,9 +456,14 @@ static int walk_lists(struct list_walk *w, const char *cg)
 			continue;
 		}
 		n = sscanf(line,
-			   "total lruvecs %ld folios %ld pages %ld writeback %ld not_lru %ld bad %ld mismatched %ld nr_zone_immediate %ld",
+			   "total lruvecs %ld folios %ld pages %ld writeback %ld not_lru %ld bad %ld mismatched %ld nr_zone_immediate %ld clean %ld stray %ld",
 			   &w->lruvecs, &w->folios, &w->pages, &w->writeback,
-			   &w->not_lru, &w->bad, &w->mismatched, &w->zone_pages);
+			   &w->not_lru, &w->bad, &w->mismatched, &w->zone_pages,
+			   &w->clean, &w->stray);
+		if (n == 8)
+			w->clean = w->stray = -1;
+		if (n == 10)
+			n = 8;
 	}
 	fclose(f);
 	return n == 8 ? 0 : -EPROTO;
@@ -1589,6 +1597,93 @@ static void test_stranding_stress(const char *file)
 }
 
 /* -t: the test groups to run (all without it), for measurements. */
+/*
+ * MGLRU has no LRU_IMMEDIATE and never sweeps it (series v2, patch 11):
+ * enabling it under "immediate" must hand every parked folio back at
+ * once, not each one when its writeback ends, and "immediate" is refused
+ * while it is on.  First, with the writer parking (patch 14): the walk of
+ * the file lists finds no folio marked parked off LRU_IMMEDIATE.
+ */
+static void test_mglru_takes_parked_folios_back(const char *file)
+{
+	const char *stray = "under load, no folio marked parked is on a file list";
+	const char *drain = "enabling MGLRU unparks every folio at once";
+	const char *busy = "the policy refuses immediate while MGLRU is on";
+	struct list_walk before, after;
+	char cg[PATH_MAX], buf[32];
+	long parked;
+	int ret, i;
+	pid_t w;
+
+	if (access(LRU_GEN, W_OK) || !have_verifier ||
+	    read_file(LRU_GEN, buf, sizeof(buf)) || strtol(buf, NULL, 0)) {
+		tap_skip(stray, "no " VERIFIER ", no " LRU_GEN " or MGLRU on");
+		tap_skip(drain, "as above");
+		tap_skip(busy, "as above");
+		return;
+	}
+	set_policy("immediate");
+	make_memcg(cg, sizeof(cg), "mglru", memcg_max_mb);
+	w = start_writer(cg, file);
+	parked = wait_parked(cg, 60);
+	ret = walk_lists(&before, cg);
+	tap_result(!ret && before.stray == 0,
+		   "%s (stray %ld, clean %ld of %ld pages parked; -1: no such column)",
+		   stray, before.stray, before.clean, before.pages);
+
+	if (write_file(LRU_GEN, "y"))
+		bail_out("cannot enable MGLRU", LRU_GEN);
+	/* No more parking now; what is parked must be gone at once */
+	for (i = 0; i < 10; i++) {
+		ret = walk_lists(&after, NULL);
+		if (!ret && !after.pages)
+			break;
+		sleep_ms(10);
+	}
+	tap_result(parked > 0 && !ret && !after.pages,
+		   "%s (%ld bytes parked in the memcg before, %ld pages 100 ms after)",
+		   drain, parked, after.pages);
+	ret = set_policy("immediate");
+	tap_result(ret == -EBUSY, "%s (%s)", busy,
+		   ret ? strerror(-ret) : "accepted");
+
+	if (write_file(LRU_GEN, "n"))
+		bail_out("cannot disable MGLRU", LRU_GEN);
+	stop_writer(w);
+	sync_and_drain();
+	remove_memcg(cg);
+}
+
+/*
+ * OOM reports and sysrq-m show parked pages (series v2, patch 12), which
+ * are in neither active_file nor inactive_file: the global line and one
+ * per node.
+ */
+static void test_show_mem_counts_parked(void)
+{
+	const char *name = "sysrq-m shows parked pages, globally and per node";
+	const char *mark = "immediate_test: sysrq-m";
+	static char log[1 << 20];
+	char *last = NULL, *p;
+	int n;
+
+	if (write_file("/dev/kmsg", mark) ||
+	    write_file("/proc/sysrq-trigger", "m")) {
+		tap_skip(name, "cannot write /dev/kmsg or /proc/sysrq-trigger");
+		return;
+	}
+	n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, sizeof(log) - 1);
+	if (n < 0) {
+		tap_skip(name, "klogctl(SYSLOG_ACTION_READ_ALL) failed");
+		return;
+	}
+	log[n] = '\0';
+	for (p = strstr(log, mark); p; p = strstr(p + 1, mark))
+		last = p;
+	tap_result(last && strstr(last, " immediate_file:") &&
+		   strstr(last, "Node 0 immediate_file:"), "%s", name);
+}
+
 static const char *only;
 
 static bool wanted(const char *group)
@@ -1674,6 +1769,10 @@ int main(int argc, char **argv)
 	}
 	if (wanted("strand"))
 		test_stranding_stress(file);
+	if (wanted("mglru"))
+		test_mglru_takes_parked_folios_back(file);
+	if (wanted("showmem"))
+		test_show_mem_counts_parked();
 	tap_skip("THP split of a parked folio",
 		 "no large folios in the page cache of vfat or ext4 on 6.1");
 	set_policy("activate");
