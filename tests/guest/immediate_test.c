@@ -967,9 +967,25 @@ static void scan_cost_under(const char *policy, const char *file,
 
 static void test_parked_folios_are_not_scanned(const char *file)
 {
-	long scan_act, steal_act, scan_imm, steal_imm, oom_imm;
+	const char *name = "immediate scans fewer pages per page reclaimed than activate";
+	long scan_act = 0, steal_act, scan_imm, steal_imm, oom_imm, oom_act;
+	int tries;
 
-	scan_cost_under("activate", file, &scan_act, &steal_act, &scan_cost_ooms);
+	/*
+	 * activate's writer can be OOM-killed (6.1's own, see below) before
+	 * its memcg has scanned anything: nothing to compare with.  That
+	 * baseline is measured again, up to three times in all.
+	 */
+	for (tries = 0; tries < 3 && !scan_act; tries++) {
+		scan_cost_under("activate", file, &scan_act, &steal_act, &oom_act);
+		scan_cost_ooms += oom_act;
+	}
+	if (!scan_act) {
+		diag("memcg OOM kills of the writer under activate (6.1's own): %ld",
+		     scan_cost_ooms);
+		tap_skip(name, "activate's writer was OOM-killed before its memcg scanned anything, 3 times");
+		return;
+	}
 	scan_cost_under("immediate", file, &scan_imm, &steal_imm, &oom_imm);
 	diag("writer's memcg, pages scanned/reclaimed: activate %ld/%ld, immediate %ld/%ld",
 	     scan_act, steal_act, scan_imm, steal_imm);
@@ -987,9 +1003,8 @@ static void test_parked_folios_are_not_scanned(const char *file)
 	 * reclaim nothing at all (its writer OOM-killed first): scanning
 	 * without reclaiming is then the worst ratio, not no comparison.
 	 */
-	tap_result(scan_act > 0 && steal_imm > 0 &&
-		   scan_imm * steal_act < scan_act * steal_imm,
-		   "immediate scans fewer pages per page reclaimed than activate");
+	tap_result(steal_imm > 0 && scan_imm * steal_act < scan_act * steal_imm,
+		   "%s", name);
 }
 
 static long toggle_ooms;
