@@ -28,14 +28,22 @@ def test_the_tap_report_is_complete():
     assert len(results) == planned
 
 
-def test_no_test_failed_and_few_skipped():
+# Tests the lab kernel may skip, and why: vfat and ext4 have no large
+# folios in 6.1; the scan test has no baseline when 6.1 OOM-killed
+# activate's writer three times before its memcg scanned anything.
+MAY_SKIP = ("THP split of a parked folio",
+            "immediate scans fewer pages per page reclaimed than activate")
+
+
+def test_no_test_failed_and_only_known_skips():
     lines = tap_lines()
     # "not ok ... # TODO" is a known problem, which TAP does not count
     failed = [l for l in lines if l.startswith("not ok") and "# TODO" not in l]
     assert failed == []
     skipped = [l for l in lines if "# SKIP" in l]
+    assert [l for l in skipped if not any(name in l for name in MAY_SKIP)] == []
     results = [l for l in lines if re.match(r"^ok \d+", l)]
-    assert len(skipped) <= 1 < len(results)
+    assert len(results) > len(MAY_SKIP)
 
 
 def test_the_run_passed_with_a_clean_console():
