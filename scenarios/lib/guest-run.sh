@@ -17,7 +17,15 @@ SLICE=
 CGROOT=/sys/fs/cgroup
 
 say() { echo "memcg-lab: [$(uptime_s)] $*"; }
-die() { say "error: $*"; exit 1; }
+die() {
+	say "error: $*"
+	# A stuck stick would hold the guest's shutdown on its writeback.
+	if [ -n "${STICK_STUCK:-}" ]; then
+		STICK_STUCK=
+		stick_throttle off
+	fi
+	exit 1
+}
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 
 # Phase boundaries on the sampler's clock (CLOCK_BOOTTIME = /proc/uptime).
@@ -275,6 +283,7 @@ drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 stick_stuck_after() {
 	sleep "$1"
 	stick_throttle stuck
+	STICK_STUCK=1
 }
 
 # cgroup v2 (the default): systemd's lab.slice with transient scopes.
@@ -759,7 +768,10 @@ shape_dirty_neighbour() {
 	[ -z "${STICK_STUCK_AFTER_S:-}" ] || stick_stuck_after "$STICK_STUCK_AFTER_S"
 	finish_neighbour_phase "$cg"
 	# Unstuck, so that the dirtier can stop.
-	[ -z "${STICK_STUCK_AFTER_S:-}" ] || stick_throttle off
+	if [ -n "${STICK_STUCK:-}" ]; then
+		STICK_STUCK=
+		stick_throttle off
+	fi
 	# dd and sleep were started in the background: SIGINT is ignored.
 	stop_scope dirtier "$([ -n "${PIN_MB:-}" ] && echo SIGTERM || echo SIGINT)"
 	stop_sampler
