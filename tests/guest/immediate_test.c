@@ -1611,7 +1611,6 @@ static void test_stranding_stress(const char *file)
 	remove_memcg(cg);
 }
 
-/* -t: the test groups to run (all without it), for measurements. */
 /*
  * MGLRU has no LRU_IMMEDIATE and never sweeps it (series v2, patch 11):
  * enabling it under "immediate" must hand every parked folio back at
@@ -1706,6 +1705,7 @@ static void test_show_mem_counts_parked(void)
 		   strstr(last, "Node 0 immediate_file:"), "%s", name);
 }
 
+/* -t: the test groups to run (all without it), for measurements. */
 static const char *only;
 
 static bool wanted(const char *group)
