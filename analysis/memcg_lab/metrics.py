@@ -63,6 +63,12 @@ METRICS = [
 BY_NAME = {m.name: m for m in METRICS}
 
 
+def _delayed_s(table, key):
+    """Seconds slept under key of a reclaim_throttle table, None without
+    the table."""
+    return None if table is None else table.get(key, {}).get("delayed_s", 0.0)
+
+
 def _ratio(a, b, scale=1.0):
     if a is None or not b:
         return None
@@ -92,8 +98,10 @@ def run_metrics(summary, fio, probe):
     lat = probe["latency_us"] if len(probe) else None
     throttle = summary.get("reclaim_throttle")
     by_reason = throttle["by_reason"] if isinstance(throttle, dict) else None
-    by_cgroup = throttle.get("by_cgroup") if isinstance(throttle, dict) else None
-    by_reason_cgroup = throttle.get("by_reason_cgroup") if isinstance(throttle, dict) else None
+    # Empty cgroup tables: a file from before the cgroup column.
+    by_cgroup = (throttle.get("by_cgroup") or None) if isinstance(throttle, dict) else None
+    by_reason_cgroup = ((throttle.get("by_reason_cgroup") or None)
+                        if isinstance(throttle, dict) else None)
     read_mib = fio_stat("neighbour-read", "read", "io_MiB")
     probe_mb = summary.get("probe_mb")
     work = None
@@ -108,22 +116,17 @@ def run_metrics(summary, fio, probe):
         "nb_sys_ms_per_mib": _ratio(nb_sys, work, 1e3),
         "nb_reclaim_s": nb_reclaim,
         "nb_reclaim_ms_per_mib": _ratio(nb_reclaim, work, 1e3),
-        "nb_throttled_s": None if not by_cgroup else by_cgroup.get(NB, {}).get("delayed_s", 0.0),
+        "nb_throttled_s": _delayed_s(by_cgroup, NB),
         "slice_oom_kills": counter(SL, "memory.events.oom_kill"),
         "dirtier_of_stick_pct": _ratio(counter("-", "vmstat.nr_written", 4096),
                                        stick * phase_s if stick else None, 100),
         "throttled_s": None if by_reason is None else
         sum(t["delayed_s"] for t in by_reason.values()),
-        "throttled_writeback_s": None if by_reason is None else
-        by_reason.get("writeback", {}).get("delayed_s", 0.0),
-        "throttled_congested_s": None if by_reason is None else
-        by_reason.get("congested", {}).get("delayed_s", 0.0),
-        "throttled_parked_s": None if by_reason is None else
-        by_reason.get("parked", {}).get("delayed_s", 0.0),
-        "dirtier_throttled_parked_s": None if not by_reason_cgroup else
-        by_reason_cgroup.get(f"parked:{DT}", {}).get("delayed_s", 0.0),
-        "nb_throttled_parked_s": None if not by_reason_cgroup else
-        by_reason_cgroup.get(f"parked:{NB}", {}).get("delayed_s", 0.0),
+        "throttled_writeback_s": _delayed_s(by_reason, "writeback"),
+        "throttled_congested_s": _delayed_s(by_reason, "congested"),
+        "throttled_parked_s": _delayed_s(by_reason, "parked"),
+        "dirtier_throttled_parked_s": _delayed_s(by_reason_cgroup, f"parked:{DT}"),
+        "nb_throttled_parked_s": _delayed_s(by_reason_cgroup, f"parked:{NB}"),
         "nb_psi_some_s": None if some_us is None else some_us / 1e6,
         "nb_psi_some_pct": _ratio(some_us, phase_s * 1e6, 100),
         "nb_psi_full_s": counter(NB, "memory.pressure.full.total", 1e-6),

@@ -20,10 +20,7 @@ say() { echo "memcg-lab: [$(uptime_s)] $*"; }
 die() {
 	say "error: $*"
 	# A stuck stick would hold the guest's shutdown on its writeback.
-	if [ -n "${STICK_STUCK:-}" ]; then
-		STICK_STUCK=
-		stick_throttle off
-	fi
+	stick_unstick
 	exit 1
 }
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
@@ -284,6 +281,14 @@ stick_stuck_after() {
 	sleep "$1"
 	stick_throttle stuck
 	STICK_STUCK=1
+}
+
+# Cleared first: stick_throttle dies on a host that does not answer, and
+# die unsticks.
+stick_unstick() {
+	[ -n "${STICK_STUCK:-}" ] || return 0
+	STICK_STUCK=
+	stick_throttle off
 }
 
 # cgroup v2 (the default): systemd's lab.slice with transient scopes.
@@ -768,10 +773,7 @@ shape_dirty_neighbour() {
 	[ -z "${STICK_STUCK_AFTER_S:-}" ] || stick_stuck_after "$STICK_STUCK_AFTER_S"
 	finish_neighbour_phase "$cg"
 	# Unstuck, so that the dirtier can stop.
-	if [ -n "${STICK_STUCK:-}" ]; then
-		STICK_STUCK=
-		stick_throttle off
-	fi
+	stick_unstick
 	# dd and sleep were started in the background: SIGINT is ignored.
 	stop_scope dirtier "$([ -n "${PIN_MB:-}" ] && echo SIGTERM || echo SIGINT)"
 	stop_sampler

@@ -64,18 +64,24 @@ def test_fixture_tree_loads_into_tidy_tables():
     assert d.attribution.empty
 
 
+def metrics_with_throttle(tmp_path, run_dir, csv_text):
+    """The metrics of the run at run_dir once it has this reclaim-throttle.csv."""
+    (run_dir / "reclaim-throttle.csv").write_text(csv_text)
+    return collect.Dataset(tmp_path).metrics.set_index("metric")["value"]
+
+
 def test_reclaim_throttle_sleeps_are_metrics_where_recorded(tmp_path):
     # The fixture predates reclaim-throttle.csv: no value, not zero.
     p = copy_run(tmp_path, VANILLA)
     d = collect.Dataset(tmp_path)
     v = d.metrics.set_index("metric")["value"]
     assert "throttled_s" not in v.index and "throttled_writeback_s" not in v.index
-    (p / "reclaim-throttle.csv").write_text(
+    v = metrics_with_throttle(
+        tmp_path, p,
         "phase,reason,comm,pid,sleeps,delayed_us\n"
         "neighbour,writeback,lab-mmap-probe,300,3,300000\n"
         "neighbour,congested,fio,280,7,7000\n"
         "ramp,writeback,fio,280,9,900000\n")
-    v = collect.Dataset(tmp_path).metrics.set_index("metric")["value"]
     assert v["throttled_s"] == pytest.approx(0.307)
     assert v["throttled_writeback_s"] == pytest.approx(0.3)
     assert v["throttled_congested_s"] == pytest.approx(0.007)
@@ -84,13 +90,12 @@ def test_reclaim_throttle_sleeps_are_metrics_where_recorded(tmp_path):
 
 
 def test_parked_waits_are_metrics_per_reason_and_cgroup(tmp_path):
-    p = copy_run(tmp_path, VANILLA)
-    (p / "reclaim-throttle.csv").write_text(
+    v = metrics_with_throttle(
+        tmp_path, copy_run(tmp_path, VANILLA),
         "phase,reason,comm,pid,sleeps,delayed_us,cgroup\n"
         "neighbour,parked,lab-mmap-probe,300,2,1800000,lab.slice/neighbour.scope\n"
         "neighbour,parked,fio,280,5,4500000,lab.slice/dirtier.scope\n"
         "neighbour,congested,fio,280,7,7000,lab.slice/dirtier.scope\n")
-    v = collect.Dataset(tmp_path).metrics.set_index("metric")["value"]
     assert v["throttled_parked_s"] == pytest.approx(6.3)
     assert v["nb_throttled_parked_s"] == pytest.approx(1.8)
     assert v["dirtier_throttled_parked_s"] == pytest.approx(4.5)
