@@ -218,10 +218,15 @@ tune_queue() {
 	local q
 	q=/sys/block/$(basename "$1")/queue
 	echo none >"$q/scheduler" 2>/dev/null || true
-	# The block layer may refuse the hardware maximum (it must also fit
-	# the device's segment limits): take the largest size it accepts.
+	# The request size bounds how much writeback one completion ends.
+	# virtio-blk's hardware maximum is unbounded, and a USB stick's
+	# transfers are not (usb-storage: 120 KiB at USB 2, 1 MiB at USB 3):
+	# QUEUE_MAX_SECTORS_KB, 512 unless a scenario says otherwise.  The
+	# block layer may refuse a size (it must also fit the device's
+	# segment limits): take the largest it accepts.
 	local kb
 	kb=$(cat "$q/max_hw_sectors_kb")
+	[ "${QUEUE_MAX_SECTORS_KB:-512}" -ge "$kb" ] || kb=${QUEUE_MAX_SECTORS_KB:-512}
 	until echo "$kb" >"$q/max_sectors_kb" 2>/dev/null; do
 		kb=$((kb / 2))
 		[ "$kb" -ge 4 ] || die "cannot set max_sectors_kb on $1"
