@@ -56,6 +56,9 @@ METRICS = [
     # What the stick wrote in the phase (vmstat nr_written) over its
     # throttle: fio's own bandwidth counts the page cache it filled first.
     Metric("dirtier_of_stick_pct", "Stick writes in the phase of its rate", "%", "higher"),
+    # The device's completion pattern (run.writeback_stalls): arms that
+    # differ here differ in what the stick did, not only in reclaim.
+    Metric("stick_stall_max_s", "Longest stick stall, writeback pending", "s", "lower"),
     # System-wide: the only scan counts a cgroup v1 run has.
     Metric("vm_pgscan_file", "System file pages scanned", "pages", "lower"),
     Metric("vm_efficiency_pct", "System file reclaim efficiency", "%", "higher"),
@@ -120,6 +123,7 @@ def run_metrics(summary, fio, probe):
         "slice_oom_kills": counter(SL, "memory.events.oom_kill"),
         "dirtier_of_stick_pct": _ratio(counter("-", "vmstat.nr_written", 4096),
                                        stick * phase_s if stick else None, 100),
+        "stick_stall_max_s": (summary.get("writeback_stalls") or {}).get("max_s"),
         "throttled_s": None if by_reason is None else
         sum(t["delayed_s"] for t in by_reason.values()),
         "throttled_writeback_s": _delayed_s(by_reason, "writeback"),

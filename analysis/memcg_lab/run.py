@@ -217,6 +217,33 @@ def writeback_shares(series, cgroup, start, end, mode="v2"):
     return of_lru, of_inactive
 
 
+def writeback_stalls(series, start, end):
+    """How the device completed writeback over [start, end]: the stretches
+    of consecutive vmstat samples in which nr_written did not move while
+    nr_writeback was not 0, from the sampler's 1 s vmstat reads.  A
+    device that completes a request at a time has none longer than a
+    sample gap; the stick before its request-merging=off completed 36-44
+    MiB at once every 9-11 s (lab/README.md).  {"max_s", "share",
+    "intervals"} (share: of the phase's sampled time), or None without
+    the keys."""
+    written = in_window(series.get(("-", "vmstat.nr_written"), []), start, end)
+    pending = dict(series.get(("-", "vmstat.nr_writeback"), []))
+    if len(written) < 2 or not pending:
+        return None
+    longest = stalled = run = 0.0
+    for (t0, w0), (t1, w1) in zip(written, written[1:]):
+        if w1 == w0 and pending.get(t0, 0) > 0:
+            run += t1 - t0
+            stalled += t1 - t0
+        else:
+            run = 0.0
+        longest = max(longest, run)
+    span = written[-1][0] - written[0][0]
+    return {"max_s": round(longest, 3),
+            "share": round(stalled / span, 4) if span > 0 else None,
+            "intervals": len(written) - 1}
+
+
 def load_parameters(path):
     """The guest's resolved parameters as strings ({} without the file)."""
     params = {}
@@ -569,6 +596,9 @@ def summarise(run_dir):
     stolen = summary["counters"].get(f"{slice_cg}:memory.stat.pgsteal")
     if scanned:
         summary["parent_reclaim_efficiency"] = stolen / scanned
+    stalls = writeback_stalls(series, start, end)
+    if stalls is not None:
+        summary["writeback_stalls"] = stalls
     lat = load_probe_latencies(os.path.join(run_dir, "probe-latency.csv"), start, end)
     if lat:
         summary["probe_latency_us"] = {
@@ -644,6 +674,11 @@ def format_summary(s):
     if "parent_reclaim_efficiency" in s:
         lines.append(f"parent reclaim efficiency (pgsteal/pgscan): "
                      f"{s['parent_reclaim_efficiency']:.1%}")
+    if "writeback_stalls" in s:
+        w = s["writeback_stalls"]
+        share = "n/a" if w["share"] is None else f"{w['share']:.0%}"
+        lines.append(f"device stalls (nr_written still, writeback pending): longest "
+                     f"{w['max_s']:.1f} s, {share} of the phase ({w['intervals']} samples)")
     if "probe_latency_us" in s:
         p = s["probe_latency_us"]
         lines.append(f"neighbour fault latency (us): p50 {p['p50']:.0f} p90 {p['p90']:.0f}"

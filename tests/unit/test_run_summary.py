@@ -422,3 +422,35 @@ def test_attribution_cost_is_cpu_per_page_in_on_windows_over_off_windows(tmp_pat
     assert c["off"]["us_per_1000_pages"] == 1000
     assert c["on_over_off"] == 1.5
     assert "on 1500 us, off 1000 us; on/off 1.500" in run.format_summary(run.summarise(tmp_path))
+
+
+def written_samples(points):
+    """(t, nr_written, nr_writeback) -> vmstat samples."""
+    out = []
+    for t, written, writeback in points:
+        out += [(t, "-", "vmstat.nr_written", written), (t, "-", "vmstat.nr_writeback", writeback)]
+    return out
+
+
+def test_writeback_stalls_measure_the_longest_still_stretch(tmp_path):
+    # Completions at 10-11 and 14-15; still from 11 to 14 with writeback
+    # pending (3 s), and still again at 15-16 with nothing pending (no stall).
+    points = [(10, 0, 50), (11, 100, 50), (12, 100, 50), (13, 100, 50), (14, 100, 50),
+              (15, 200, 0), (16, 200, 0)]
+    write_run(tmp_path, written_samples(points), [("neighbour", 10, 16)])
+    w = run.summarise(tmp_path)["writeback_stalls"]
+    assert w["max_s"] == 3
+    assert w["share"] == 0.5
+    assert w["intervals"] == 6
+
+
+def test_a_device_that_completes_every_sample_has_no_stall(tmp_path):
+    points = [(t, 100 * t, 50) for t in range(10, 20)]
+    write_run(tmp_path, written_samples(points), [("neighbour", 10, 19)])
+    assert run.summarise(tmp_path)["writeback_stalls"] == {"max_s": 0, "share": 0, "intervals": 9}
+
+
+def test_writeback_stalls_need_the_vmstat_keys(tmp_path):
+    write_run(tmp_path, dirtier_lru(10, 100, 0, 90) + dirtier_lru(11, 100, 0, 90),
+              [("neighbour", 10, 11)])
+    assert "writeback_stalls" not in run.summarise(tmp_path)
