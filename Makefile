@@ -9,9 +9,9 @@ ARMS ?= vanilla mglru
 RUNS ?= 5
 SCENARIOS := $(sort $(basename $(notdir $(wildcard scenarios/*.scenario))))
 # `make matrix SCENARIOS="a b"` overrides the list of all scenarios; by
-# default the matrix leaves out smoke, the sampler's own benchmark and the
-# tracepoint-toggle self-test.
-SCENARIOS_RUN = $(if $(filter command line,$(origin SCENARIOS)),$(SCENARIOS),$(filter-out smoke sampler-cost tracepoint-toggle,$(SCENARIOS)))
+# default the matrix leaves out smoke, the sampler's own benchmark, the
+# tracepoint-toggle self-test and the kernel's cgroup selftests.
+SCENARIOS_RUN = $(if $(filter command line,$(origin SCENARIOS)),$(SCENARIOS),$(filter-out smoke sampler-cost tracepoint-toggle cgroup-selftests,$(SCENARIOS)))
 
 .DEFAULT_GOAL := help
 

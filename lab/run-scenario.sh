@@ -189,6 +189,7 @@ record_host_provenance() {
 		echo "scenario=$NAME"
 		echo "arm=$ARM"
 		echo "set=${SET:-}"
+		[ -z "$KSELFTEST_DIR" ] || echo "kselftest=$(basename "$KSELFTEST_DIR")"
 	} >"$RUN/provenance.txt"
 	git -C "$LAB_ROOT" diff HEAD >"$RUN/git-diff.patch" 2>/dev/null || true
 	printf 'KERNEL_FLAVOUR=%s\nKERNEL_SLOWDOWN=%s\nGUEST_CPUS=%s\n' \
@@ -207,6 +208,7 @@ make_scratch_disks() {
 	# The guest reads a private copy: bash reads scripts as it runs them,
 	# so an edit to scenarios/ during a run must not reach a running guest.
 	cp -a "$LAB_ROOT/scenarios" "$DISKS/lab"
+	[ -z "$KSELFTEST_DIR" ] || cp -a "$KSELFTEST_DIR" "$DISKS/lab/kselftest"
 }
 
 # The trace events any run uses, enabled on the kernel command line
@@ -503,6 +505,13 @@ main() {
 		KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" | tail -n 1)
 	fi
 	IMAGE=$("$LAB_ROOT/guest-rootfs/build-rootfs.sh" | tail -n 1)
+	# The kernel's own selftests, for a scenario that runs them.
+	KSELFTEST_DIR=
+	case ${KSELFTESTS:-} in
+	"") ;;
+	cgroup) KSELFTEST_DIR=$("$LAB_ROOT/lab/build-kselftests.sh" | tail -n 1) ;;
+	*) die "KSELFTESTS=$KSELFTESTS: the lab builds only the cgroup selftests (KSELFTESTS=cgroup)" ;;
+	esac
 	choose_accelerator
 	TSC_KHZ=$(host_tsc_khz)
 	[ -n "$TSC_KHZ" ] || log "the host's TSC frequency is unknown: under TCG the guest's clocks may fall back to jiffies (1 ms)"
