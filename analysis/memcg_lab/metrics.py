@@ -62,7 +62,13 @@ METRICS = [
     # System-wide: the only scan counts a cgroup v1 run has.
     Metric("vm_pgscan_file", "System file pages scanned", "pages", "lower"),
     Metric("vm_efficiency_pct", "System file reclaim efficiency", "%", "higher"),
+    # Global reclaim (dirty-global): kswapd's scans against the
+    # allocating tasks' direct reclaim (review finding 5).
+    Metric("vm_pgscan_kswapd", "kswapd pages scanned", "pages", "lower"),
+    Metric("vm_pgscan_direct", "Global direct reclaim pages scanned", "pages", "lower"),
+    Metric("vm_allocstall", "Global direct reclaim entries (allocstall)", "count", "lower"),
 ]
+ALLOCSTALL_KEYS = ["vmstat.allocstall_" + z for z in ("dma", "dma32", "normal", "movable")]
 BY_NAME = {m.name: m for m in METRICS}
 
 
@@ -70,6 +76,12 @@ def _delayed_s(table, key):
     """Seconds slept under key of a reclaim_throttle table, None without
     the table."""
     return None if table is None else table.get(key, {}).get("delayed_s", 0.0)
+
+
+def _sum_known(values):
+    """The sum of the values that are not None, None if all are."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _ratio(a, b, scale=1.0):
@@ -149,6 +161,9 @@ def run_metrics(summary, fio, probe):
         "slice_efficiency_pct": _ratio(counter(SL, "memory.stat.pgsteal"),
                                        counter(SL, "memory.stat.pgscan"), 100),
         "slice_events_max": counter(SL, "memory.events.max"),
+        "vm_pgscan_kswapd": counter("-", "vmstat.pgscan_kswapd"),
+        "vm_pgscan_direct": counter("-", "vmstat.pgscan_direct"),
+        "vm_allocstall": _sum_known(counter("-", k) for k in ALLOCSTALL_KEYS),
         "vm_pgscan_file": counter("-", "vmstat.pgscan_file"),
         "vm_efficiency_pct": _ratio(counter("-", "vmstat.pgsteal_file"),
                                     counter("-", "vmstat.pgscan_file"), 100),

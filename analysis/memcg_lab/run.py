@@ -71,6 +71,11 @@ COUNTERS = [
     ("-", "vmstat.pgrefill"),
     ("-", "vmstat.pgrotated"),
     ("-", "vmstat.nr_vmscan_immediate_reclaim"),
+    # Global direct reclaim entries, per zone the allocation allowed.
+    ("-", "vmstat.allocstall_dma"),
+    ("-", "vmstat.allocstall_dma32"),
+    ("-", "vmstat.allocstall_normal"),
+    ("-", "vmstat.allocstall_movable"),
     # Pages whose writeback completed: what the stick took in the phase
     # (the dirtier is its only writer).
     ("-", "vmstat.nr_written"),

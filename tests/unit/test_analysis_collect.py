@@ -309,3 +309,23 @@ def test_a_run_whose_attribution_lost_events_is_excluded(tmp_path):
     (p / "attribution.csv.meta").write_text("mode=patched\nsource=hist\nhist_dropped=0\n"
                                             "lost_rows=0\n")
     assert reasons(tmp_path)[VANILLA] == ""
+
+
+def test_global_reclaim_and_device_stalls_are_metrics(tmp_path):
+    # The fixture has no vmstat rows: give it some at the phase's edges
+    # (78.62, 190.55) and in between.
+    p = copy_run(tmp_path, VANILLA)
+    rows = []
+    for t, movable, normal, kswapd, written in [(78.7, 10, 1, 500, 0), (120.0, 20, 2, 900, 0),
+                                                (130.0, 30, 2, 950, 0), (190.5, 40, 3, 1500, 800)]:
+        rows += [f"{t},-,vmstat.allocstall_movable,{movable}", f"{t},-,vmstat.allocstall_normal,{normal}",
+                 f"{t},-,vmstat.pgscan_kswapd,{kswapd}", f"{t},-,vmstat.nr_written,{written}",
+                 f"{t},-,vmstat.nr_writeback,100"]
+    with open(p / "samples.csv", "a") as f:
+        f.write("\n".join(rows) + "\n")
+    v = collect.Dataset(tmp_path).metrics
+    v = v[v["run"] == VANILLA].set_index("metric")["value"]
+    assert v["vm_allocstall"] == (40 - 10) + (3 - 1)
+    assert v["vm_pgscan_kswapd"] == 1000
+    # nr_written still from 78.7 to 130.0 with writeback pending.
+    assert v["stick_stall_max_s"] == pytest.approx(130.0 - 78.7)
