@@ -1052,6 +1052,20 @@ shape_writeback_cp() {
 	stop_sampler
 }
 
+# Waits for the background job $1 and returns its exit status, saying
+# "$2 running (N s)" every 30 s: the host's hang detector needs a console
+# line at least every 180 s.  WAITED_S: how long it ran, in seconds.
+wait_with_heartbeat() {
+	local pid=$1 what=$2
+	WAITED_S=0
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+		WAITED_S=$((WAITED_S + 1))
+		[ $((WAITED_S % 30)) -ne 0 ] || say "$what running (${WAITED_S} s)"
+	done
+	wait "$pid"
+}
+
 # The patch series' invariant tests (tests/guest/immediate_test.c, TAP)
 # on the throttled stick.  They make their own memcgs under a parent of
 # the root, outside systemd's slices; their exit status is the run's.
@@ -1077,13 +1091,7 @@ shape_invariants() {
 	("$GUEST_TESTS/immediate_test" -d /mnt/stick -c "$parent" \
 		-m "$TEST_MEMCG_MAX_MB" -f "$TEST_FILE_MB" -s "$TEST_STRESS_S" \
 		${TEST_ONLY:+-t "$TEST_ONLY"} | tee "$OUT/immediate-test.tap") &
-	local tests_pid=$! t=0
-	while kill -0 "$tests_pid" 2>/dev/null; do
-		sleep 1
-		t=$((t + 1))
-		[ $((t % 30)) -eq 0 ] && say "invariant tests running (${t} s)"
-	done
-	wait "$tests_pid" || rc=$?
+	wait_with_heartbeat $! "invariant tests" || rc=$?
 	phase_end
 	stop_sampler
 	grep -E '^(not ok|ok .*# SKIP|1\.\.)' "$OUT/immediate-test.tap" | sed 's/^/memcg-lab: tap: /' || true
@@ -1108,7 +1116,7 @@ kselftest_tap_to_csv() {
 # (kselftest.csv, kselftest-<program>.tap), not a failed run: 6.1's own
 # tests fail in this guest (scenarios/README.md).
 shape_kselftest_cgroup() {
-	local dir=$LAB/kselftest prog rc t pid
+	local dir=$LAB/kselftest prog rc
 	[ "$CGROUP_MODE" = v2 ] || die "the cgroup selftests need cgroup v2"
 	[ -d "$dir" ] || die "no $dir: the scenario must set KSELFTESTS=cgroup"
 	prepare_fast
@@ -1124,15 +1132,9 @@ shape_kselftest_cgroup() {
 		(cd /mnt/fast/kselftest &&
 			exec timeout -s KILL "$KSELFTEST_TIMEOUT_S" "$dir/$prog") \
 			>"$OUT/kselftest-$prog.tap" 2>&1 &
-		pid=$! t=0 rc=0
-		# The host's hang detector needs a console line every 180 s.
-		while kill -0 "$pid" 2>/dev/null; do
-			sleep 1
-			t=$((t + 1))
-			[ $((t % 30)) -eq 0 ] && say "kselftest $prog running (${t} s)"
-		done
-		wait "$pid" || rc=$?
-		echo "$prog,$rc,$t" >>"$OUT/kselftest-exit.csv"
+		rc=0
+		wait_with_heartbeat $! "kselftest $prog" || rc=$?
+		echo "$prog,$rc,$WAITED_S" >>"$OUT/kselftest-exit.csv"
 		kselftest_tap_to_csv "$prog" <"$OUT/kselftest-$prog.tap" >>"$OUT/kselftest.csv"
 		grep -E '^(not ok|ok) ' "$OUT/kselftest-$prog.tap" | sed "s/^/kselftest $prog: /" |
 			while read -r line; do say "$line"; done
