@@ -30,12 +30,31 @@ phase_begin() {
 	PHASE=$1
 	throttle_hist_start
 	PHASE_START=$(uptime_s)
+	record_stick_bdi begin
 	say "phase $PHASE begins"
 }
 phase_end() {
 	echo "$PHASE,$PHASE_START,$(uptime_s)" >>"$OUT/phases.csv"
+	record_stick_bdi end
 	throttle_hist_take
 	say "phase $PHASE ends"
+}
+
+# The stick's writeback state in the kernel's bdi debugfs file, at every
+# phase boundary: bdi-stick.csv (phase, event, uptime_s, key, value in
+# kB or kBps).  The flusher writes a chunk of half BdiWriteBandwidth at a
+# time, and 6.1's vfat builds one bio per chunk whose folios end
+# writeback together: an estimate left at the full-speed layout's rate
+# is seen as writeback that completes in bursts (lab/README.md).
+record_stick_bdi() {
+	[ -n "${STICK_DEV:-}" ] || return 0
+	local stats
+	stats=/sys/kernel/debug/bdi/$(cat "/sys/block/$(basename "$STICK_DEV")/dev")/stats
+	[ -r "$stats" ] || return 0
+	[ -f "$OUT/bdi-stick.csv" ] || echo "phase,event,uptime_s,key,value" >"$OUT/bdi-stick.csv"
+	awk -F: -v p="$PHASE" -v e="$1" -v t="$(uptime_s)" \
+		'NF == 2 && $2 ~ /^ *[0-9]+ *k?B?p?s?$/ { gsub(/ /, "", $1); split($2, v, " "); print p "," e "," t "," $1 "," v[1] }' \
+		"$stats" >>"$OUT/bdi-stick.csv"
 }
 
 # Time in reclaim_throttle() per phase, by reason and task: where

@@ -100,6 +100,14 @@ def test_the_stick_was_throttled_by_qemu_while_the_guest_wrote():
     assert read("stick-throttle.state").strip() == "off 2"
 
 
+def test_the_sticks_bdi_state_was_recorded_at_the_phase_boundaries():
+    # The flusher's chunk follows the bandwidth estimate (lab/README.md).
+    rows = list(csv.DictReader(read("bdi-stick.csv").splitlines()))
+    bw = [(r["phase"], r["event"], int(r["value"])) for r in rows if r["key"] == "BdiWriteBandwidth"]
+    assert [(p, e) for p, e, _ in bw] == [("write", "begin"), ("write", "end")]
+    assert all(v > 0 for _, _, v in bw)
+
+
 def test_reclaim_throttle_hist_was_set_for_the_phase():
     # The guest's hist trigger on vmscan:mm_vmscan_throttled was accepted:
     # the file has its header (a kernel without hist triggers says "not
