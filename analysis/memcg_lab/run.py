@@ -249,6 +249,26 @@ def writeback_stalls(series, start, end):
             "intervals": len(written) - 1}
 
 
+def load_stick_bdi(path, phase):
+    """The stick's bdi state at the begin and end of phase, from
+    bdi-stick.csv (guest-run.sh, record_stick_bdi): {key: {"begin": v,
+    "end": v}} in the file's units (kB, kBps), or None without the file."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except FileNotFoundError:
+        return None
+    out = {}
+    for lineno, r in enumerate(rows, start=2):
+        if r.get("phase") != phase:
+            continue
+        try:
+            out.setdefault(r["key"], {})[r["event"]] = int(r["value"])
+        except (KeyError, TypeError, ValueError):
+            raise RunError(f"{path}:{lineno}: expected phase,event,uptime_s,key,value") from None
+    return out
+
+
 def load_parameters(path):
     """The guest's resolved parameters as strings ({} without the file)."""
     params = {}
@@ -601,6 +621,9 @@ def summarise(run_dir):
     stolen = summary["counters"].get(f"{slice_cg}:memory.stat.pgsteal")
     if scanned:
         summary["parent_reclaim_efficiency"] = stolen / scanned
+    bdi = load_stick_bdi(os.path.join(run_dir, "bdi-stick.csv"), name)
+    if bdi:
+        summary["stick_bdi"] = bdi
     stalls = writeback_stalls(series, start, end)
     if stalls is not None:
         summary["writeback_stalls"] = stalls
@@ -684,6 +707,10 @@ def format_summary(s):
         share = "n/a" if w["share"] is None else f"{w['share']:.0%}"
         lines.append(f"device stalls (nr_written still, writeback pending): longest "
                      f"{w['max_s']:.1f} s, {share} of the phase ({w['intervals']} samples)")
+    bw = s.get("stick_bdi", {}).get("BdiWriteBandwidth")
+    if bw:
+        lines.append("stick's write bandwidth estimate (bdi): "
+                     + ", ".join(f"{e} {bw[e] / 1024:.1f} MiB/s" for e in ("begin", "end") if e in bw))
     if "probe_latency_us" in s:
         p = s["probe_latency_us"]
         lines.append(f"neighbour fault latency (us): p50 {p['p50']:.0f} p90 {p['p90']:.0f}"

@@ -454,3 +454,21 @@ def test_writeback_stalls_need_the_vmstat_keys(tmp_path):
     write_run(tmp_path, dirtier_lru(10, 100, 0, 90) + dirtier_lru(11, 100, 0, 90),
               [("neighbour", 10, 11)])
     assert "writeback_stalls" not in run.summarise(tmp_path)
+
+
+def test_the_sticks_bdi_state_is_taken_at_the_measured_phase(tmp_path):
+    write_run(tmp_path, dirtier_lru(10, 100, 0, 90) + dirtier_lru(11, 100, 0, 90),
+              [("ramp", 5, 9), ("neighbour", 10, 11)])
+    (tmp_path / "bdi-stick.csv").write_text(
+        "phase,event,uptime_s,key,value\n"
+        "ramp,begin,5.0,BdiWriteBandwidth,102400\n"
+        "neighbour,begin,10.0,BdiWriteBandwidth,76000\n"
+        "neighbour,begin,10.0,BdiWriteback,400000\n"
+        "neighbour,end,11.0,BdiWriteBandwidth,4096\n")
+    s = run.summarise(tmp_path)
+    assert s["stick_bdi"] == {"BdiWriteBandwidth": {"begin": 76000, "end": 4096},
+                              "BdiWriteback": {"begin": 400000}}
+    assert "begin 74.2 MiB/s, end 4.0 MiB/s" in run.format_summary(s)
+    (tmp_path / "bdi-stick.csv").write_text("phase,event,uptime_s,key,value\nneighbour,end,1,x,y\n")
+    with pytest.raises(run.RunError, match="bdi-stick.csv:2"):
+        run.summarise(tmp_path)
