@@ -1148,8 +1148,10 @@ shape_kselftest_cgroup() {
 	for prog in $(cat "$dir/.built"); do
 		[ -x "$dir/$prog" ] || die "$dir/$prog: missing from the lab share"
 		say "kselftest $prog"
+		# Line-buffered: the tests fork children that would otherwise
+		# print the parent's unflushed results again when they exit.
 		(cd /mnt/fast/kselftest &&
-			exec timeout -s KILL "$KSELFTEST_TIMEOUT_S" "$dir/$prog") \
+			exec timeout -s KILL "$KSELFTEST_TIMEOUT_S" stdbuf -oL "$dir/$prog") \
 			>"$OUT/kselftest-$prog.tap" 2>&1 &
 		rc=0
 		wait_with_heartbeat $! "kselftest $prog" || rc=$?
