@@ -26,9 +26,14 @@ def load_run(run_dir):
             reader = csv.reader(f)
             if next(reader, None) != HEADER:
                 raise KselftestError(f"{path}: header is not {','.join(HEADER)}")
+            seen = set()
             for lineno, row in enumerate(reader, start=2):
                 if len(row) != 4 or row[3] not in RESULTS:
                     raise KselftestError(f"{path}:{lineno}: not program,number,test,result")
+                if (row[0], row[1]) in seen:
+                    raise KselftestError(f"{path}:{lineno}: a second result for {row[0]} test "
+                                         f"{row[1]} (output printed again by a forked child?)")
+                seen.add((row[0], row[1]))
                 rows.append((row[0], row[2], row[3]))
     except FileNotFoundError:
         raise KselftestError(f"{path}: missing (did the guest run the selftests?)") from None

@@ -50,6 +50,9 @@ def test_bad_rows_and_missing_files_name_the_path(tmp_path):
     (tmp_path / "a1" / "kselftest.csv").write_text(TAP_ROWS + "p,1,x,maybe\n")
     with pytest.raises(kselftest.KselftestError, match="kselftest.csv:2"):
         kselftest.table([d])
+    (tmp_path / "a1" / "kselftest.csv").write_text(TAP_ROWS + "p,1,x,pass\np,1,x,pass\n")
+    with pytest.raises(kselftest.KselftestError, match="a second result for p test 1"):
+        kselftest.table([d])
     (tmp_path / "a1" / "kselftest.csv").unlink()
     with pytest.raises(kselftest.KselftestError, match="missing"):
         kselftest.table([d])
