@@ -1141,6 +1141,16 @@ shape_kselftest_cgroup() {
 	prepare_fast
 	apply_sysctls
 	mkdir -p /mnt/fast/kselftest
+	# What the tests' results depend on besides the kernel: the cgroup2
+	# mount's options (systemd's memory_recursiveprot changes memory.min
+	# and memory.low), swap, THP, the working directory's filesystem.
+	{
+		echo "cgroup2_mount=$(awk '$5 == "/sys/fs/cgroup" {print $NF}' /proc/self/mountinfo)"
+		echo "root_subtree_control=$(cat "$CGROOT/cgroup.subtree_control")"
+		echo "swap_devices=$(($(wc -l </proc/swaps) - 1))"
+		echo "thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled)"
+		echo "cwd_fs=$(stat -f -c %T /mnt/fast/kselftest)"
+	} >"$OUT/kselftest-env.txt"
 	echo "program,number,test,result" >"$OUT/kselftest.csv"
 	phase_begin tests
 	[ -s "$dir/.built" ] || die "$dir/.built: no list of programs"
