@@ -59,6 +59,10 @@ METRICS = [
     # The device's completion pattern (run.writeback_stalls): arms that
     # differ here differ in what the stick did, not only in reclaim.
     Metric("stick_stall_max_s", "Longest stick stall, writeback pending", "s", "lower"),
+    # The flusher's chunk, which vfat completes at once: the neighbour's
+    # probe waits for the next one (RESULTS.md).
+    Metric("stick_burst_period_s", "Writeback completion bursts, period", "s", "lower"),
+    Metric("stick_burst_pages", "Writeback completion bursts, median size", "pages", "lower"),
     # System-wide: the only scan counts a cgroup v1 run has.
     Metric("vm_pgscan_file", "System file pages scanned", "pages", "lower"),
     Metric("vm_efficiency_pct", "System file reclaim efficiency", "%", "higher"),
@@ -126,6 +130,7 @@ def run_metrics(summary, fio, probe):
     passes = summary.get("reclaim_passes")
     nb_reclaim = None if passes is None else passes.get(NB, {}).get("s", 0.0)
     stick = summary.get("stick_write_bps")
+    stalls = summary.get("writeback_stalls") or {}
     return {
         "nb_work_mib": work,
         "nb_sys_ms_per_mib": _ratio(nb_sys, work, 1e3),
@@ -135,7 +140,9 @@ def run_metrics(summary, fio, probe):
         "slice_oom_kills": counter(SL, "memory.events.oom_kill"),
         "dirtier_of_stick_pct": _ratio(counter("-", "vmstat.nr_written", 4096),
                                        stick * phase_s if stick else None, 100),
-        "stick_stall_max_s": (summary.get("writeback_stalls") or {}).get("max_s"),
+        "stick_stall_max_s": stalls.get("max_s"),
+        "stick_burst_period_s": stalls.get("burst_period_s"),
+        "stick_burst_pages": stalls.get("burst_pages_median"),
         "throttled_s": None if by_reason is None else
         sum(t["delayed_s"] for t in by_reason.values()),
         "throttled_writeback_s": _delayed_s(by_reason, "writeback"),

@@ -229,24 +229,38 @@ def writeback_stalls(series, start, end):
     device that completes a request at a time has none longer than a
     sample gap; the stick before its request-merging=off completed 36-44
     MiB at once every 9-11 s (lab/README.md).  {"max_s", "share",
-    "intervals"} (share: of the phase's sampled time), or None without
-    the keys."""
+    "intervals", "bursts", "burst_pages_median", "burst_period_s"}
+    (share: of the phase's sampled time; a burst: the pages completed in
+    the sample after a stall of BURST_AFTER_STALL_S or more, and the
+    period the mean time between bursts), or None without the keys."""
     written = in_window(series.get(("-", "vmstat.nr_written"), []), start, end)
     pending = dict(series.get(("-", "vmstat.nr_writeback"), []))
     if len(written) < 2 or not pending:
         return None
     longest = stalled = run = 0.0
+    bursts = []
     for (t0, w0), (t1, w1) in zip(written, written[1:]):
         if w1 == w0 and pending.get(t0, 0) > 0:
             run += t1 - t0
             stalled += t1 - t0
         else:
+            if w1 > w0 and run >= BURST_AFTER_STALL_S:
+                bursts.append((t1, w1 - w0))
             run = 0.0
         longest = max(longest, run)
     span = written[-1][0] - written[0][0]
     return {"max_s": round(longest, 3),
             "share": round(stalled / span, 4) if span > 0 else None,
-            "intervals": len(written) - 1}
+            "intervals": len(written) - 1,
+            "bursts": len(bursts),
+            "burst_pages_median": percentile([b for _, b in bursts], 50) if bursts else None,
+            "burst_period_s": (round((bursts[-1][0] - bursts[0][0]) / (len(bursts) - 1), 3)
+                               if len(bursts) > 1 else None)}
+
+
+# A stall this long before a completion makes that completion a burst:
+# several sampler ticks (1 s) with nothing, then a flusher chunk at once.
+BURST_AFTER_STALL_S = 2.0
 
 
 def load_stick_bdi(path, phase):
@@ -707,6 +721,9 @@ def format_summary(s):
         share = "n/a" if w["share"] is None else f"{w['share']:.0%}"
         lines.append(f"device stalls (nr_written still, writeback pending): longest "
                      f"{w['max_s']:.1f} s, {share} of the phase ({w['intervals']} samples)")
+        if w.get("burst_period_s") is not None:
+            lines.append(f"  completions in bursts: {w['bursts']}, median "
+                         f"{w['burst_pages_median']:.0f} pages, one every {w['burst_period_s']:.1f} s")
     bw = s.get("stick_bdi", {}).get("BdiWriteBandwidth")
     if bw:
         lines.append("stick's write bandwidth estimate (bdi): "

@@ -442,12 +442,26 @@ def test_writeback_stalls_measure_the_longest_still_stretch(tmp_path):
     assert w["max_s"] == 3
     assert w["share"] == 0.5
     assert w["intervals"] == 6
+    # One burst (100 pages after the 3 s stall): no period from one.
+    assert (w["bursts"], w["burst_pages_median"], w["burst_period_s"]) == (1, 100, None)
+
+
+def test_writeback_bursts_have_a_size_and_a_period(tmp_path):
+    # Still for 3 s, then 1000 pages; twice, 4 s apart; the 10 pages at 11
+    # follow no stall and are no burst.
+    points = [(10, 0, 50), (11, 10, 50), (12, 10, 50), (13, 10, 50), (14, 10, 50), (15, 1010, 50),
+              (16, 1010, 50), (17, 1010, 50), (18, 1010, 50), (19, 2010, 50)]
+    write_run(tmp_path, written_samples(points), [("neighbour", 10, 19)])
+    w = run.summarise(tmp_path)["writeback_stalls"]
+    assert (w["bursts"], w["burst_pages_median"], w["burst_period_s"]) == (2, 1000, 4)
 
 
 def test_a_device_that_completes_every_sample_has_no_stall(tmp_path):
     points = [(t, 100 * t, 50) for t in range(10, 20)]
     write_run(tmp_path, written_samples(points), [("neighbour", 10, 19)])
-    assert run.summarise(tmp_path)["writeback_stalls"] == {"max_s": 0, "share": 0, "intervals": 9}
+    assert run.summarise(tmp_path)["writeback_stalls"] == {
+        "max_s": 0, "share": 0, "intervals": 9, "bursts": 0, "burst_pages_median": None,
+        "burst_period_s": None}
 
 
 def test_writeback_stalls_need_the_vmstat_keys(tmp_path):
