@@ -4,6 +4,8 @@ program and test, with each arm's results over its runs."""
 import csv
 import os
 
+from memcg_lab import load
+
 RESULTS = ("pass", "fail", "skip")
 HEADER = ["program", "number", "test", "result"]
 
@@ -14,11 +16,10 @@ class KselftestError(Exception):
 
 def load_run(run_dir):
     """(arm, [(program, test, result)]) of one run folder."""
-    try:
-        with open(os.path.join(run_dir, "arm.txt")) as f:
-            arm = f.read().strip()
-    except FileNotFoundError:
-        raise KselftestError(f"{run_dir}: no arm.txt") from None
+    # The run folder's one reader: provenance.txt's arm, else the folder's.
+    arm = load.Run(run_dir).arm
+    if not arm:
+        raise KselftestError(f"{run_dir}: no arm in provenance.txt or the folder's name")
     path = os.path.join(run_dir, "kselftest.csv")
     rows = []
     try:
@@ -68,12 +69,13 @@ def differing(results, runs):
 
 def format_table(results, runs):
     arms = sorted(runs)
-    lines = ["program          test                                   "
+    width = max([len(t) for _, t in results] + [4])
+    lines = ["program          " + "test".ljust(width) + " "
              + "  ".join(f"{a} ({runs[a]} runs)".ljust(22) for a in arms)]
     for (program, test), cell in sorted(results.items()):
         parts = []
         for a in arms:
             c = cell.get(a, {})
             parts.append(" ".join(f"{r} {c[r]}" for r in RESULTS if c.get(r)).ljust(22) or "-")
-        lines.append(f"{program:16s} {test:38s} " + "  ".join(parts))
+        lines.append(f"{program:16s} {test.ljust(width)} " + "  ".join(parts))
     return "\n".join(lines)

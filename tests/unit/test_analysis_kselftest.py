@@ -11,7 +11,7 @@ TAP_ROWS = "program,number,test,result\n"
 
 def make_run(path, arm, rows):
     path.mkdir()
-    (path / "arm.txt").write_text(arm + "\n")
+    (path / "provenance.txt").write_text(f"scenario=cgroup-selftests\narm={arm}\n")
     (path / "kselftest.csv").write_text(TAP_ROWS + "".join(
         f"{p},{n},{t},{r}\n" for n, (p, t, r) in enumerate(rows, start=1)))
     return str(path)
