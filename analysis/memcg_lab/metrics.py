@@ -59,8 +59,8 @@ METRICS = [
     # The device's completion pattern (run.writeback_stalls): arms that
     # differ here differ in what the stick did, not only in reclaim.
     Metric("stick_stall_max_s", "Longest stick stall, writeback pending", "s", "lower"),
-    # The flusher's chunk, which vfat completes at once: the neighbour's
-    # probe waits for the next one (RESULTS.md).
+    # Writeback that vfat completes at once: the neighbour's probe waits
+    # for the next burst (RESULTS.md).
     Metric("stick_burst_period_s", "Writeback completion bursts, period", "s", "lower"),
     Metric("stick_burst_pages", "Writeback completion bursts, median size", "pages", "lower"),
     # System-wide: the only scan counts a cgroup v1 run has.

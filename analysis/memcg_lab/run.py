@@ -259,7 +259,7 @@ def writeback_stalls(series, start, end):
 
 
 # A stall this long before a completion makes that completion a burst:
-# several sampler ticks (1 s) with nothing, then a flusher chunk at once.
+# several sampler ticks (1 s) with nothing, then many pages at once.
 BURST_AFTER_STALL_S = 2.0
 
 

@@ -42,10 +42,8 @@ phase_end() {
 
 # The stick's writeback state in the kernel's bdi debugfs file, at every
 # phase boundary: bdi-stick.csv (phase, event, uptime_s, key, value in
-# kB or kBps).  The flusher writes a chunk of half BdiWriteBandwidth at a
-# time, and 6.1's vfat builds one bio per chunk whose folios end
-# writeback together: an estimate left at the full-speed layout's rate
-# is seen as writeback that completes in bursts (lab/README.md).
+# kB or kBps).  The flusher's chunk is half BdiWriteBandwidth: is the
+# estimate the stick's rate, and do dirty limits move (lab/README.md)?
 record_stick_bdi() {
 	[ -n "${STICK_DEV:-}" ] || return 0
 	local stats
