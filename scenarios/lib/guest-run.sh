@@ -1131,7 +1131,7 @@ kselftest_tap_to_csv() {
 # O_TMPFILE there, which 9p lacks and which tmpfs would make
 # unreclaimable (the guest has no swap).  A failed selftest is a result
 # (kselftest.csv, kselftest-<program>.tap), not a failed run: 6.1's own
-# tests fail in this guest (scenarios/README.md).
+# tests fail in this guest under every arm (RESULTS.md).
 shape_kselftest_cgroup() {
 	local dir=$LAB/kselftest prog rc
 	[ "$CGROUP_MODE" = v2 ] || die "the cgroup selftests need cgroup v2"
@@ -1150,6 +1150,7 @@ shape_kselftest_cgroup() {
 		echo "cwd_fs=$(stat -f -c %T /mnt/fast/kselftest)"
 	} >"$OUT/kselftest-env.txt"
 	echo "program,number,test,result" >"$OUT/kselftest.csv"
+	echo "program,exit_status,seconds" >"$OUT/kselftest-exit.csv"
 	phase_begin tests
 	[ -s "$dir/.built" ] || die "$dir/.built: no list of programs"
 	# The programs lab/build-kselftests.sh built, in its order.
