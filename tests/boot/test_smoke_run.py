@@ -104,7 +104,9 @@ def test_the_sticks_bdi_state_was_recorded_at_the_phase_boundaries():
     # The flusher's chunk follows the bandwidth estimate (lab/README.md).
     rows = list(csv.DictReader(read("bdi-stick.csv").splitlines()))
     bw = [(r["phase"], r["event"], int(r["value"])) for r in rows if r["key"] == "BdiWriteBandwidth"]
-    assert [(p, e) for p, e, _ in bw] == [("write", "begin"), ("write", "end")]
+    # The write phase, then the runner's final drain.
+    assert [(p, e) for p, e, _ in bw] == [("write", "begin"), ("write", "end"),
+                                          ("drain", "begin"), ("drain", "end")]
     assert all(v > 0 for _, _, v in bw)
 
 
