@@ -227,8 +227,9 @@ def writeback_stalls(series, start, end):
     of consecutive vmstat samples in which nr_written did not move while
     nr_writeback was not 0, from the sampler's 1 s vmstat reads.  A
     device that completes a request at a time has none longer than a
-    sample gap; the stick before its request-merging=off completed 36-44
-    MiB at once every 9-11 s (lab/README.md).  {"max_s", "share",
+    sample gap; vfat on the stick completes one bio of tens of MiB at
+    once every 9-11 s (RESULTS.md, "How the stick completes
+    writeback").  {"max_s", "share",
     "intervals", "bursts", "burst_pages_median", "burst_period_s"}
     (share: of the phase's sampled time; a burst: the pages completed in
     the sample after a stall of BURST_AFTER_STALL_S or more, and the
