@@ -262,6 +262,7 @@ make_fs() {
 	case $fs in
 	vfat) mkfs.vfat -F 32 "$dev" >/dev/null ;;
 	ext4) mkfs.ext4 -q -F "$dev" ;;
+	xfs) mkfs.xfs -q -f "$dev" ;;
 	*) die "unsupported filesystem $fs" ;;
 	esac
 	mkdir -p "$dir"

@@ -17,3 +17,8 @@ class RunFolder:
 
     def status(self):
         return dict(line.split("=", 1) for line in self.read("status.txt").splitlines())
+
+    def params(self):
+        """The scenario's variables as the run resolved them."""
+        return dict(line.split("=", 1) for line in self.read("params-resolved.env").splitlines()
+                    if "=" in line and not line.startswith("#"))
