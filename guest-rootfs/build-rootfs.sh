@@ -3,8 +3,10 @@
 # loop mounts:
 #   1. mmdebstrap -> base tree (a folder), keyed on packages.list and this
 #      script;
-#   2. base + overlay/ + C tools + tests/guest -> ext4 image with
-#      mkfs.ext4 -d, keyed on the base and those sources.
+#   2. base + overlay/ + C tools -> ext4 image with mkfs.ext4 -d, keyed
+#      on the base and those sources.
+# (The series' kselftests are not in the image: lab/build-kselftests.sh
+# builds them and lab/run-scenario.sh puts them in the lab share.)
 # Prints the image path on stdout.  QEMU opens it with snapshot=on, so
 # runs never write to it.
 set -euo pipefail
@@ -38,8 +40,7 @@ build_base_tree() {
 	mv "$dir.tmp" "$dir"
 }
 
-# The measurement tools, and the kernel invariant tests (tests/guest)
-# that the immediate-invariants scenario runs.
+# The measurement tools.
 # Always rebuilt (-B, seconds): the build folders in the cache are shared
 # by every checkout of the lab, and make's timestamps once put a binary
 # built from another checkout's older sources into an image.
@@ -47,8 +48,6 @@ build_tools() {
 	local dest=$1
 	run_logged "$OUTDIR/tools.log" make -B -C "$HERE/tools" \
 		O="$OUTDIR/tools-build" DESTDIR="$dest" install
-	run_logged "$OUTDIR/tools.log" make -B -C "$LAB_ROOT/tests/guest" \
-		O="$OUTDIR/guest-tests-build" DESTDIR="$dest" install
 }
 
 build_image() {
@@ -74,7 +73,7 @@ flock 9
 base_key=$(content_hash "$HERE/packages.list" "$HERE/build-rootfs.sh")
 base=$OUTDIR/base-$SUITE-$base_key
 [ -d "$base" ] || build_base_tree "$base"
-image_key=$base_key-$(content_hash "$HERE/overlay" "$HERE/tools" "$LAB_ROOT/tests/guest")
+image_key=$base_key-$(content_hash "$HERE/overlay" "$HERE/tools")
 image=$OUTDIR/rootfs-$image_key.ext4
 [ -f "$image" ] || build_image "$base" "$image"
 # Keep only the newest image: old ones are several hundred MB each.

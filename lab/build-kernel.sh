@@ -39,12 +39,6 @@ unpack_pristine_tree() {
 	rm -rf "$tmp"
 }
 
-series_hash() {
-	local patches=()
-	mapfile -t patches < <(series_patches)
-	content_hash "$LAB_ROOT/patches/series" "${patches[@]}"
-}
-
 # True when the source tree holds the current series.
 tree_is_current() {
 	[ -d "$SRC/.git" ] &&

@@ -42,6 +42,14 @@ series_patches() {
 	done <"$LAB_ROOT/patches/series"
 }
 
+# Hash of patches/series and every patch it lists: the series' identity
+# (lab/build-kernel.sh's tree, lab/build-kselftests.sh's lru-immediate).
+series_hash() {
+	local patches=()
+	mapfile -t patches < <(series_patches)
+	content_hash "$LAB_ROOT/patches/series" "${patches[@]}"
+}
+
 # Sets KERNEL_CC for kernel builds: gcc through ccache when it is
 # installed, with the cache and sloppiness every lab build shares (so
 # the lab, debug and check-series builds hit each other's objects).

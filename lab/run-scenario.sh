@@ -509,8 +509,9 @@ main() {
 	KSELFTEST_DIR=
 	case ${KSELFTESTS:-} in
 	"") ;;
-	cgroup) KSELFTEST_DIR=$("$LAB_ROOT/lab/build-kselftests.sh" | tail -n 1) ;;
-	*) die "KSELFTESTS=$KSELFTESTS: the lab builds only the cgroup selftests (KSELFTESTS=cgroup)" ;;
+	cgroup | lru-immediate)
+		KSELFTEST_DIR=$("$LAB_ROOT/lab/build-kselftests.sh" "$KSELFTESTS" | tail -n 1) ;;
+	*) die "KSELFTESTS=$KSELFTESTS: the lab builds the cgroup selftests (cgroup) or the series' test_lru_immediate (lru-immediate)" ;;
 	esac
 	choose_accelerator
 	TSC_KHZ=$(host_tsc_khz)

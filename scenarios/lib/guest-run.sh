@@ -8,7 +8,6 @@
 set -euo pipefail
 
 LAB=/lab
-GUEST_TESTS=/usr/local/libexec/memcg-lab/tests
 OUT=/results
 SCENARIO=$1
 ARM=$2
@@ -1084,19 +1083,24 @@ wait_with_heartbeat() {
 	wait "$pid"
 }
 
-# The patch series' invariant tests (tests/guest/immediate_test.c, TAP)
-# on the throttled stick.  They make their own memcgs under a parent of
-# the root, outside systemd's slices; their exit status is the run's.
+# The patch series' invariant tests, its kselftest test_lru_immediate
+# (patch 15, built by lab/build-kselftests.sh lru-immediate, in the lab
+# share), on the throttled stick; KTAP in kselftest-test_lru_immediate.tap.
+# They make their own memcgs under a parent of the root, outside
+# systemd's slices; their exit status is the run's.  The harness takes no
+# options: the parameters go in LRU_IMMEDIATE_* environment variables.
 shape_invariants() {
-	local parent=$CGROOT/memcg-lab-invariants rc=0
+	local parent=$CGROOT/memcg-lab-invariants rc=0 prog=$LAB/kselftest/test_lru_immediate
+	local tap=$OUT/kselftest-test_lru_immediate.tap
 	[ "$CGROUP_MODE" = v2 ] || die "the invariant tests need cgroup v2"
+	[ -x "$prog" ] || die "no $prog: the scenario must set KSELFTESTS=lru-immediate"
 	prepare_stick
 	apply_sysctls
 	stick_throttle on
 	mkdir -p "$parent"
 	echo +memory >"$parent/cgroup.subtree_control" ||
 		die "cannot enable the memory controller in $parent"
-	# The tests' memcgs (see immediate_test.c), sampled while they exist.
+	# The tests' memcgs (see test_lru_immediate.c), sampled while they exist.
 	local rel=${parent#"$CGROOT"/} cgs=() t
 	for t in park activate immediate toggle rmdir fadvise-dontneed compact_memory mlock truncate strand mglru; do
 		cgs+=("$rel/$t")
@@ -1106,14 +1110,16 @@ shape_invariants() {
 	# Some steps (compact_memory behind the slow disk) print nothing for
 	# minutes: a heartbeat keeps the host's hang detector quiet.
 	# A subshell, so that $! is the whole pipeline (pipefail: its status).
-	("$GUEST_TESTS/immediate_test" -d /mnt/stick -c "$parent" \
-		-m "$TEST_MEMCG_MAX_MB" -f "$TEST_FILE_MB" -s "$TEST_STRESS_S" \
-		${TEST_ONLY:+-t "$TEST_ONLY"} | tee "$OUT/immediate-test.tap") &
+	# The harness logs failed checks on stderr: both in the KTAP file.
+	(LRU_IMMEDIATE_DIR=/mnt/stick LRU_IMMEDIATE_CGROUP=$parent \
+		LRU_IMMEDIATE_MEMCG_MB=$TEST_MEMCG_MAX_MB LRU_IMMEDIATE_FILE_MB=$TEST_FILE_MB \
+		LRU_IMMEDIATE_STRESS_S=$TEST_STRESS_S LRU_IMMEDIATE_TESTS=$TEST_ONLY \
+		"$prog" 2>&1 | tee "$tap") &
 	wait_with_heartbeat $! "invariant tests" || rc=$?
 	phase_end
 	stop_sampler
-	grep -E '^(not ok|ok .*# SKIP|1\.\.)' "$OUT/immediate-test.tap" | sed 's/^/memcg-lab: tap: /' || true
-	[ "$rc" -eq 0 ] || die "immediate_test failed (exit $rc): see immediate-test.tap"
+	grep -E '^(not ok|ok .*# SKIP|1\.\.|# Totals:|# FAIL:|# known:)' "$tap" | sed 's/^/memcg-lab: tap: /' || true
+	[ "$rc" -eq 0 ] || die "test_lru_immediate failed (exit $rc): see ${tap##*/}"
 }
 
 # kselftest output (TAP) to CSV rows "program,number,test,result", result
