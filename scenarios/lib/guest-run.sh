@@ -1102,7 +1102,7 @@ shape_invariants() {
 		die "cannot enable the memory controller in $parent"
 	# The tests' memcgs (see test_lru_immediate.c), sampled while they exist.
 	local rel=${parent#"$CGROOT"/} cgs=() t
-	for t in park activate immediate toggle rmdir fadvise-dontneed compact_memory mlock truncate strand mglru; do
+	for t in park activate immediate toggle rmdir fadvise-dontneed compact_memory mlock truncate strand mglru large; do
 		cgs+=("$rel/$t")
 	done
 	start_sampler "$rel" "${cgs[@]}"
