@@ -6,8 +6,9 @@
 #   build-kernel.sh [--debug]
 #
 # The source tree is a git repository whose first commit is the pristine
-# tarball, so a changed series is applied onto a clean tree and a no-change
-# rebuild touches nothing.
+# tarball, so a series whose kernel part changed is applied onto a clean
+# tree, and a no-change rebuild, or a change to the selftest alone
+# (kernel_series_hash), touches nothing.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -39,16 +40,16 @@ unpack_pristine_tree() {
 	rm -rf "$tmp"
 }
 
-# True when the source tree holds the current series.
+# True when the source tree holds the current series' kernel patches.
 tree_is_current() {
 	[ -d "$SRC/.git" ] &&
-		[ "$(series_hash)" = "$(cat "$SRC/.memcg-lab-series" 2>/dev/null || true)" ]
+		[ "$(kernel_series_hash)" = "$(cat "$SRC/.memcg-lab-series" 2>/dev/null || true)" ]
 }
 
 apply_series() {
 	local want have patches=()
 	mapfile -t patches < <(series_patches)
-	want=$(series_hash)
+	want=$(kernel_series_hash)
 	have=$(cat "$SRC/.memcg-lab-series" 2>/dev/null || true)
 	[ "$want" = "$have" ] && return 0
 	log "applying patches/series (${#patches[@]} patches) onto pristine 6.1"

@@ -50,6 +50,22 @@ series_hash() {
 	content_hash "$LAB_ROOT/patches/series" "${patches[@]}"
 }
 
+# Files of the source tree that no kernel build reads: a patch that
+# touches only these (the series' selftest) must not force a rebuild.
+KERNEL_UNBUILT_PATHS='tools/|Documentation/|MAINTAINERS$'
+
+# The hash of the series' patches that change what the kernel build
+# reads, in series order: it names the kernel tree and the bzImage.
+kernel_series_hash() {
+	local p files patches=()
+	while IFS= read -r p; do
+		files=$(sed -n 's|^diff --git a/\([^ ]*\) .*|\1|p' "$p")
+		grep -Eqv "^($KERNEL_UNBUILT_PATHS)" <<<"$files" && patches+=("$p")
+	done < <(series_patches)
+	[ ${#patches[@]} -gt 0 ] || { echo none; return; }
+	content_hash "${patches[@]}"
+}
+
 # Sets KERNEL_CC for kernel builds: gcc through ccache when it is
 # installed, with the cache and sloppiness every lab build shares (so
 # the lab, debug and check-series builds hit each other's objects).

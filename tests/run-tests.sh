@@ -90,17 +90,21 @@ MEMCG_LAB_RESULTS=$BOOT_RESULTS SET="TOGGLE_MODE=tracing-on TOGGLE_ROUNDS=20 GUE
 LAB_TOGGLE_RUN=$(newest_run tracepoint-toggle activate) \
 	/usr/bin/python3 -m pytest -q tests/boot/test_tracepoint_toggle_run.py
 
+# Runs the series' invariant tests with scenario settings $1 and checks
+# the run's KTAP; a failed run is the boot test's to report, with detail.
+check_invariants_run() {
+	MEMCG_LAB_RESULTS=$BOOT_RESULTS SET="$1" \
+		lab/run-scenario.sh immediate-invariants vanilla || true
+	LAB_INVARIANTS_RUN=$(newest_run immediate-invariants vanilla) \
+		/usr/bin/python3 -m pytest -q tests/boot/test_invariants_run.py
+}
+
 log "boot test: the patch series' invariant tests in the guest"
-MEMCG_LAB_RESULTS=$BOOT_RESULTS lab/run-scenario.sh immediate-invariants vanilla || true
-LAB_INVARIANTS_RUN=$(newest_run immediate-invariants vanilla) \
-	/usr/bin/python3 -m pytest -q tests/boot/test_invariants_run.py
+check_invariants_run ""
 
 # vfat and ext4 cache order-0 folios on 6.1; XFS's readahead makes large
 # ones, which must park, split and unpark as whole folios do.  Only the
 # large-folio group: XFS's cgroup writeback throttles the other groups'
 # lone writers to the device's rate, and they park nothing there.
 log "boot test: the invariant tests with large folios, on an XFS stick"
-MEMCG_LAB_RESULTS=$BOOT_RESULTS SET="STICK_FS=xfs TEST_ONLY=large" \
-	lab/run-scenario.sh immediate-invariants vanilla || true
-LAB_INVARIANTS_RUN=$(newest_run immediate-invariants vanilla) \
-	/usr/bin/python3 -m pytest -q tests/boot/test_invariants_run.py
+check_invariants_run "STICK_FS=xfs TEST_ONLY=large"
