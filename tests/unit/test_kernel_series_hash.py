@@ -9,11 +9,11 @@ import subprocess
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def patch(path, body):
+def patch(paths, body):
     """A minimal git-format patch touching PATHS; BODY makes versions differ."""
     hunks = "".join(
         f"diff --git a/{p} b/{p}\n--- a/{p}\n+++ b/{p}\n@@ -1 +1 @@\n-old\n+{body}\n"
-        for p in path)
+        for p in paths)
     return f"From 0 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] x\n\n---\n{hunks}"
 
 
