@@ -424,8 +424,23 @@ guest_reset_during_boot() {
 		! grep -aqE "$KERNEL_TROUBLE|$CLEAN_SHUTDOWN" "$RUN/console.log"
 }
 
+# The byte an int3 oops trapped on, when memory does not hold an int3
+# (cc) there: die() reports the ip past the int3, so the trapping byte is
+# the one before the <..> of the "Code:" dump.  A vCPU that runs an int3
+# memory no longer holds is QEMU TCG running a translation made before
+# text_poke_bp() finished (lab/README.md, "Tracing"), not the guest
+# kernel's own failure.
+stale_int3_byte() {
+	awk '/int3: 0000 \[#[0-9]+\]/ { oops = 1 }
+	     oops && /Code: / {
+		sub(/.*Code: /, ""); n = split($0, b, " ")
+		for (i = 2; i <= n; i++) if (b[i] ~ /^</) { print b[i - 1]; break }
+		exit
+	     }' "$1" | grep -vx cc || true
+}
+
 classify_run() {
-	local trouble guest_rc
+	local trouble guest_rc stale
 	# The journal the guest saved has the kernel's messages at every level.
 	trouble=$({
 		head -c "${DUMP_FROM:-$(stat -c %s "$RUN/console.log")}" "$RUN/console.log" |
@@ -435,7 +450,8 @@ classify_run() {
 	} | head -n 3 || true)
 	guest_rc=$(cat "$RUN/guest-exit-status" 2>/dev/null || echo missing)
 	# failure_kind: kernel (the guest kernel's own failure: a splat, a
-	# hang or an overrun; a finding, never retried by the matrix), qemu
+	# hang or an overrun; a finding, never retried by the matrix), emulator
+	# (an oops QEMU caused: stale_int3_byte), qemu
 	# (QEMU died or was killed from outside), scenario (the guest's
 	# scenario failed), or empty for an ok run.
 	local kind=
@@ -443,6 +459,11 @@ classify_run() {
 	if [ -z "$FAILURE" ] && [ -n "$trouble" ]; then
 		FAILURE="kernel trouble on the console: $(echo "$trouble" | head -n 1)"
 		kind=kernel
+		stale=$(stale_int3_byte "$RUN/console.log")
+		if [ -n "$stale" ]; then
+			FAILURE="emulator fault: the vCPU ran an int3 where memory holds $stale (QEMU TCG ran text the kernel had patched): $(echo "$trouble" | head -n 1)"
+			kind=emulator
+		fi
 	fi
 	# QEMU exits 0 when the guest shuts down or resets (-no-reboot); a
 	# status above 128 that the watcher did not cause is a signal from

@@ -115,17 +115,20 @@ class Dataset:
         return self.runs[~self.runs["valid"]][["scenario", "arm", "run", "reason"]]
 
     def kernel_failures(self):
-        """Per (scenario, arm): runs found and runs the guest kernel
-        failed (a crash is a finding: counted here, never dropped)."""
-        cols = ["scenario", "arm", "runs", "kernel_failed", "example"]
+        """Per (scenario, arm): runs found, runs the guest kernel failed (a
+        crash is a finding: counted here, never dropped) and runs an
+        emulator fault failed (an int3 QEMU ran, not the kernel's)."""
+        cols = ["scenario", "arm", "runs", "kernel_failed", "emulator_failed", "example"]
         if self.runs.empty:
             return pd.DataFrame(columns=cols)
         rows = []
         for (scenario, arm), g in self.runs.groupby(["scenario", "arm"]):
-            bad = g[g["failure_kind"] == "kernel"]
+            bad = g[g["failure_kind"].isin(["kernel", "emulator"])]
             if len(bad):
                 rows.append({"scenario": scenario, "arm": arm, "runs": len(g),
-                             "kernel_failed": len(bad), "example": bad["reason"].iloc[0]})
+                             "kernel_failed": int((bad["failure_kind"] == "kernel").sum()),
+                             "emulator_failed": int((bad["failure_kind"] == "emulator").sum()),
+                             "example": bad["reason"].iloc[0]})
         return pd.DataFrame(rows, columns=cols)
 
     def arms(self, scenario):

@@ -29,7 +29,7 @@ PRECONDITION_IS_OUTCOME = {"immediate"}
 
 
 def failure_kind(status):
-    """kernel, qemu, scenario or "" (status.txt's failure_kind, written by
+    """kernel, emulator, qemu, scenario or "" (status.txt's failure_kind, written by
     lab/run-scenario.sh's classify_run); a run from before that field
     with kernel trouble on its console is a kernel failure too."""
     kind = status.get("failure_kind")

@@ -171,11 +171,25 @@ def test_report_counts_runs_the_guest_kernel_failed(results):
     crashed = pd.read_csv(os.path.join(out, "kernel-failures.csv"))
     assert crashed.to_dict("records") == [{
         "scenario": "dirty-neighbour", "arm": "mglru", "runs": 3, "kernel_failed": 1,
+        "emulator_failed": 0,
         "example": "failed: result=failed kernel trouble on the console: int3: 0000 [#1] PREEMPT SMP"}]
     md = open(os.path.join(out, "report.md")).read()
     assert "## Runs the guest kernel failed" in md
-    assert "| dirty-neighbour | mglru | 3 | 1 |" in md
-    assert "1 run(s) failed by the guest kernel" in open(os.path.join(out, "cover-letter.txt")).read()
+    assert "| dirty-neighbour | mglru | 3 | 1 | 0 |" in md
+    assert "1 run(s) failed by the guest kernel, 0 by an emulator fault" in open(
+        os.path.join(out, "cover-letter.txt")).read()
+
+
+def test_report_counts_emulator_faults_apart_from_kernel_failures(results):
+    (results / (MGLRU + ".3") / "status.txt").write_text(
+        "result=failed\nreason=emulator fault: the vCPU ran an int3 where memory holds 66\n"
+        "failure_kind=emulator\nkernel_trouble=int3: 0000 [#1] PREEMPT SMP\n")
+    out, ds = report.build(str(results), "vanilla", stamp="x")
+    crashed = pd.read_csv(os.path.join(out, "kernel-failures.csv"))
+    assert crashed[["arm", "runs", "kernel_failed", "emulator_failed"]].to_dict("records") == [
+        {"arm": "mglru", "runs": 3, "kernel_failed": 0, "emulator_failed": 1}]
+    assert "0 run(s) failed by the guest kernel, 1 by an emulator fault" in open(
+        os.path.join(out, "cover-letter.txt")).read()
 
 
 def test_headline_needs_a_floor_and_reports_excess_over_it(results):
