@@ -58,7 +58,7 @@ job_done() {
 
 # ok, kernel-trouble (the guest kernel failed the run: failure_kind=kernel
 # in status.txt, see classify_run in run-scenario.sh) or failed (anything
-# else: QEMU, the host, the scenario), and the reason, from the run
+# else: QEMU, an emulator fault, the host, the scenario), and the reason, from the run
 # folder's status.txt.
 job_result() {
 	local rc=$1 folder=$2 status reason kind

@@ -255,7 +255,8 @@ def build(results, baseline="vanilla", stamp=None):
                "A panic, oops, WARN, lockup or hang is a finding, not a flake: these runs "
                "are counted here and never retried by the matrix.  An emulator fault is an "
                "int3 oops where memory held no int3: QEMU TCG ran kernel text that had been "
-               "patched (lab/README.md, \"Tracing\"); counted apart, never retried either.", "",
+               "patched (lab/README.md, \"Tracing\"); counted apart, and run again by the "
+               "matrix.", "",
                "| scenario | arm | runs | kernel failed | emulator fault | first reason |",
                "|---|---|---|---|---|---|"]
         md += [f"| {r.scenario} | {r.arm} | {r.runs} | {r.kernel_failed} | {r.emulator_failed} "
