@@ -5,13 +5,21 @@ ARM ?= vanilla
 SET ?=
 DEBUG ?=
 RESULTS ?= results
-ARMS ?= vanilla mglru
-RUNS ?= 5
+# Empty: lab/matrix.sh's verdict matrix, the one place its lists live.
+ARMS ?=
+RUNS ?=
 SCENARIOS := $(sort $(basename $(notdir $(wildcard scenarios/*.scenario))))
-# `make matrix SCENARIOS="a b"` overrides the list of all scenarios; by
-# default the matrix leaves out smoke, the sampler's own benchmark, the
-# tracepoint-toggle self-test and the kernel's cgroup selftests.
-SCENARIOS_RUN = $(if $(filter command line,$(origin SCENARIOS)),$(SCENARIOS),$(filter-out smoke sampler-cost tracepoint-toggle cgroup-selftests,$(SCENARIOS)))
+# `make matrix SCENARIOS="a b"` overrides the verdict scenarios; SCENARIOS
+# is otherwise every scenario, for the help.
+MATRIX_SCENARIOS = $(if $(filter command line,$(origin SCENARIOS)),$(SCENARIOS))
+# A debug matrix writes into its own root unless told otherwise:
+# make report groups runs by scenario and arm, and would exclude one
+# kernel flavour of a group that held both as a mixed arm.
+MATRIX_RESULTS = $(if $(and $(DEBUG),$(filter file,$(origin RESULTS))),results-debug,$(RESULTS))
+# A value as one shell word: SET may hold quotes of its own
+# (SET='SYSCTLS="vm.a=1 vm.b=2"'), so it is single-quoted, its own '
+# written as '\''.
+shell_quote = '$(subst ','\'',$(1))'
 
 .DEFAULT_GOAL := help
 
@@ -19,9 +27,14 @@ help:
 	@echo "memcg-lab: LRU_IMMEDIATE experiments on Debian's 6.1 kernel in QEMU"
 	@echo
 	@echo "  make scenario NAME=<scenario> [ARM=vanilla|mglru|keep|activate|immediate] [SET=\"VAR=value ...\"] [DEBUG=1]"
-	@echo "                     set up what is missing, boot, run, summarise"
-	@echo "  make matrix [SCENARIOS=\"a b\"] [ARMS=\"vanilla mglru\"] [RUNS=5]"
-	@echo "                     every combination, shuffled, one boot each, resumable"
+	@echo "                     set up what is missing, boot, run, summarise; a SET"
+	@echo "                     value with spaces is quoted: SET='SYSCTLS=\"vm.a=1 vm.b=2\" X=1'"
+	@echo "  make matrix [SCENARIOS=\"a b\"] [ARMS=\"a b\"] [RUNS=n] [SET=...] [DEBUG=1]"
+	@echo "                     every combination, shuffled, one boot each, resumable;"
+	@echo "                     prints the jobs and their expected time first; DEBUG=1:"
+	@echo "                     the debug kernel, into RESULTS=results-debug by default."
+	@echo "                     Without SCENARIOS, ARMS, RUNS: the verdict matrix,"
+	@lab/matrix.sh defaults | sed 's/^/                       /'
 	@echo "  make matrix-jobs ...   the same as a GNU parallel job list (stdout)"
 	@echo "  make report [RESULTS=results] [BASELINE=vanilla]"
 	@echo "                     tables, figures and report.html of every run under"
@@ -55,13 +68,13 @@ tools:
 	$(MAKE) -C guest-rootfs/tools O=$(CURDIR)/build/tools
 
 scenario:
-	SET='$(SET)' MEMCG_LAB_RESULTS='$(RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' lab/run-scenario.sh '$(NAME)' '$(ARM)'
+	SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' lab/run-scenario.sh '$(NAME)' '$(ARM)'
 
 matrix:
-	SET='$(SET)' MEMCG_LAB_RESULTS='$(RESULTS)' lab/matrix.sh run '$(SCENARIOS_RUN)' '$(ARMS)' '$(RUNS)'
+	SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(MATRIX_RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' lab/matrix.sh run '$(MATRIX_SCENARIOS)' '$(ARMS)' '$(RUNS)'
 
 matrix-jobs:
-	@SET='$(SET)' MEMCG_LAB_RESULTS='$(RESULTS)' lab/matrix.sh jobs '$(SCENARIOS_RUN)' '$(ARMS)' '$(RUNS)'
+	@SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(MATRIX_RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' lab/matrix.sh jobs '$(MATRIX_SCENARIOS)' '$(ARMS)' '$(RUNS)'
 
 report: deps
 	/usr/bin/python3 analysis/report.py --baseline '$(or $(BASELINE),vanilla)' '$(RESULTS)'

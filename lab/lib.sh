@@ -10,6 +10,25 @@ die() { printf '[memcg-lab] error: %s\n' "$*" >&2; exit 1; }
 # Exit 2 means "you asked for something that does not exist".
 die_usage() { printf '[memcg-lab] error: %s\n' "$*" >&2; exit 2; }
 
+# The kernel flavour a run boots, lab or debug: the one place that
+# decides it, so that run-scenario.sh (which boots it and records it as
+# KERNEL_FLAVOUR in params.env) and matrix.sh (which keeps each
+# flavour's jobs and estimates apart) agree.  A kernel given with
+# MEMCG_LAB_KBUILD is a debug one if its .config has DEBUG_VM.
+wanted_kernel_flavour() {
+	if [ -n "${MEMCG_LAB_KBUILD:-}" ]; then
+		if grep -qx CONFIG_DEBUG_VM=y "$MEMCG_LAB_KBUILD/.config" 2>/dev/null; then
+			echo debug
+		else
+			echo lab
+		fi
+	elif [ -n "${MEMCG_LAB_DEBUG:-}" ]; then
+		echo debug
+	else
+		echo lab
+	fi
+}
+
 # Hash of files' contents (and their names), used as a rebuild key.
 content_hash() {
 	local f

@@ -6,25 +6,50 @@
 # run's status.txt) is a finding, not a flake: its job is marked
 # "kernel-trouble", counted, and never retried.
 #
-#   matrix.sh run SCENARIOS ARMS RUNS      run the matrix here, with ETA
+#   matrix.sh run SCENARIOS ARMS RUNS      run the matrix here: first the
+#                                          jobs to run and their expected
+#                                          time, then each with an ETA
 #   matrix.sh jobs SCENARIOS ARMS RUNS     print the job list only: one
 #                                          shell command per line, the
 #                                          input of GNU parallel
 #   matrix.sh one SCENARIO ARM REP         one job (what a job line runs)
+#   matrix.sh defaults                     the verdict matrix's lists
+#
+#   An empty SCENARIOS, ARMS or RUNS is the verdict matrix's (below).
 #
 #   env MEMCG_LAB_RESULTS=dir  results root (default ./results); the
-#                              ledger is dir/matrix-ledger.csv
+#                              ledger is dir/matrix-ledger.csv (on the
+#                              debug kernel dir/matrix-ledger-debug.csv)
 #   env MATRIX_SEED=n          shuffle seed (default 1)
-#   env SET="VAR=value ..."    passed to every run
+#   env SET="VAR=value ..."    passed to every run (quoting: run-scenario.sh)
+#   env MEMCG_LAB_DEBUG=1      every run on the debug kernel
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+# The verdict matrix (issue 20), the default of `make matrix`; the
+# Makefile's help prints these lists (matrix.sh defaults), never a copy.
+# The writeback scenarios, the no-regression control, the two floors of
+# the headline (pinned-floor: writeback replaced by pinned memory;
+# paced: the writer held to the stick's rate), proactive reclaim, the
+# legacy hierarchy and ext4; the series' three policies (activate is
+# 6.1's own behaviour, the baseline) and 6.1's alternative, MGLRU.
+VERDICT_SCENARIOS="dirty-neighbour dirty-many dirty-global dirty-self clean-control pinned-floor paced proactive cgroup-v1 dirty-neighbour-ext4"
+VERDICT_ARMS="activate keep immediate mglru"
+VERDICT_RUNS=5
+
 RESULTS=$(realpath -m "${MEMCG_LAB_RESULTS:-$LAB_ROOT/results}")
-LEDGER=$RESULTS/matrix-ledger.csv
+# Each kernel flavour has its own ledger: a job done on the lab kernel
+# is not done for a debug matrix, nor the reverse.
+FLAVOUR=$(wanted_kernel_flavour)
+if [ "$FLAVOUR" = lab ]; then
+	LEDGER=$RESULTS/matrix-ledger.csv
+else
+	LEDGER=$RESULTS/matrix-ledger-$FLAVOUR.csv
+fi
 SEED=${MATRIX_SEED:-1}
 [[ $SEED =~ ^[0-9]+$ ]] || die_usage "MATRIX_SEED must be a number, got '$SEED'"
 
-usage() { die_usage "usage: matrix.sh run|jobs SCENARIOS ARMS RUNS | one SCENARIO ARM REP"; }
+usage() { die_usage "usage: matrix.sh run|jobs SCENARIOS ARMS RUNS | one SCENARIO ARM REP | defaults"; }
 
 # Valid names are checked here, before hours of runs, by the front door's
 # own argument check (it exits 2 and lists the valid names).
@@ -113,18 +138,122 @@ ledger_trouble_counts() {
 		"$LEDGER" | sort >&2
 }
 
+# %q makes each value one shell word whatever it holds: SET with quotes
+# of its own (SYSCTLS="a b") reaches the job's run-scenario.sh as given.
 print_jobs() {
 	local s a r
 	job_list "$@" | while read -r s a r; do
-		printf 'MEMCG_LAB_RESULTS=%q MATRIX_SEED=%q SET=%q %q one %q %q %q\n' \
-			"$RESULTS" "$SEED" "${SET:-}" "$LAB_ROOT/lab/matrix.sh" "$s" "$a" "$r"
+		printf 'MEMCG_LAB_RESULTS=%q MATRIX_SEED=%q MEMCG_LAB_DEBUG=%q SET=%q %q one %q %q %q\n' \
+			"$RESULTS" "$SEED" "${MEMCG_LAB_DEBUG:-}" "${SET:-}" "$LAB_ROOT/lab/matrix.sh" "$s" "$a" "$r"
 	done
+}
+
+# A run folder's kernel flavour: KERNEL_FLAVOUR as the guest resolved it
+# (params-resolved.env, since commit 8f59ae8), else status.txt's
+# kernel_flavour; runs with neither predate the debug kernel (ac66cb1).
+run_kernel_flavour() {
+	local f
+	f=$(sed -n "s/^KERNEL_FLAVOUR='\{0,1\}\([a-z]*\)'\{0,1\}$/\1/p" "$1/params-resolved.env" 2>/dev/null || true)
+	[ -n "$f" ] || f=$(sed -n 's/^kernel_flavour=//p' "$1/status.txt" 2>/dev/null || true)
+	echo "${f:-lab}"
+}
+
+# Complete (result=ok) run folders under the results root of the given
+# scenarios and arms (a folder is <stamp>-<arm>[.n], claim_run_folder).
+ok_run_folders() {
+	local s a d
+	for s in $1; do
+		for a in $2; do
+			for d in "$RESULTS/$s/"*"-$a" "$RESULTS/$s/"*"-$a".[0-9]*; do
+				is_ok_run "$d" && echo "$d"
+			done
+		done
+	done
+	return 0
+}
+
+is_ok_run() {
+	[ -f "$1/status.txt" ] && grep -qx result=ok "$1/status.txt"
+}
+
+# make report groups runs by scenario and arm and excludes the minority
+# kernel build of a group as a mixed arm (with no majority, all of it):
+# a matrix refuses to add runs of one flavour to a group that holds runs
+# of the other, rather than have the report drop either.
+refuse_mixed_flavours() {
+	local d other=()
+	while read -r d; do
+		[ "$(run_kernel_flavour "$d")" = "$FLAVOUR" ] || other+=("$d ($(run_kernel_flavour "$d"))")
+	done < <(ok_run_folders "$1" "$2")
+	[ ${#other[@]} -eq 0 ] && return 0
+	printf '  %s\n' "${other[@]:0:5}" >&2
+	die "$RESULTS holds ${#other[@]} run(s) of these scenarios and arms on another kernel than this matrix's $FLAVOUR one (above, first 5); make report would exclude one flavour as mixed: give this matrix its own results root (RESULTS=...), or move those runs"
+}
+
+# "SECONDS COUNT": the median guest time (status.txt elapsed_s, boot to
+# QEMU's exit) of the scenario's earlier ok runs on this flavour, any
+# arm, and how many there were; nothing when there are none.
+earlier_run_seconds() {
+	local d
+	for d in "$RESULTS/$1"/*; do
+		is_ok_run "$d" || continue
+		[ "$(run_kernel_flavour "$d")" = "$FLAVOUR" ] || continue
+		sed -n 's/^elapsed_s=\([0-9][0-9]*\)$/\1/p' "$d/status.txt"
+	done | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)], NR }'
+}
+
+# The scenario's TIMEOUT_S on this flavour with SET applied: the
+# estimate when it has never run here, an upper bound.
+scenario_timeout_seconds() {
+	"$LAB_ROOT/lab/run-scenario.sh" --host-parameters "$1" "$2" | sed -n 's/^TIMEOUT_S=//p'
+}
+
+format_duration() {
+	local s=$1
+	if [ "$s" -ge 3600 ]; then
+		printf '%d h %02d min' $((s / 3600)) $((s % 3600 / 60))
+	else
+		printf '%d min' $(((s + 59) / 60))
+	fi
+}
+
+# Before the first job: how many jobs, how many the ledger has done
+# before, and the expected time of the rest, per scenario and in all.
+print_estimate() {
+	local line s a r done=0 total=0 seconds=0 per n basis
+	local -A pending=() arm_of=()
+	local order=()
+	for line in "$@"; do
+		read -r s a r <<<"$line"
+		total=$((total + 1))
+		if job_done "$s" "$a" "$r"; then
+			done=$((done + 1))
+			continue
+		fi
+		[ -n "${pending[$s]:-}" ] || order+=("$s")
+		pending[$s]=$((${pending[$s]:-0} + 1))
+		arm_of[$s]=$a
+	done
+	log "matrix on the $FLAVOUR kernel: $total jobs, $((total - done)) to run, $done done before (ledger: $LEDGER)"
+	for s in "${order[@]}"; do
+		read -r per n < <(earlier_run_seconds "$s"; echo)
+		if [ -n "$per" ]; then
+			basis="median of $n earlier ok $FLAVOUR run(s) in $RESULTS"
+		else
+			per=$(scenario_timeout_seconds "$s" "${arm_of[$s]}")
+			basis="no earlier ok $FLAVOUR run in $RESULTS: its TIMEOUT_S, an upper bound"
+		fi
+		seconds=$((seconds + pending[$s] * per))
+		log "  $s: ${pending[$s]} x $per s ($basis)"
+	done
+	log "expected: $((total - done)) jobs x $((seconds / (total - done > 0 ? total - done : 1))) s on average = $(format_duration "$seconds") of guest time, plus each job's host set-up and summary"
 }
 
 run_matrix() {
 	local jobs total k=0 s a r start ran=0 failed=0 eta
 	mapfile -t jobs < <(job_list "$@")
 	total=${#jobs[@]}
+	print_estimate "${jobs[@]}"
 	start=$(date +%s)
 	for line in "${jobs[@]}"; do
 		read -r s a r <<<"$line"
@@ -136,7 +265,7 @@ run_matrix() {
 		log "[$k/$total] $s/$a #$r"
 		run_one_job "$s" "$a" "$r" || failed=$((failed + 1))
 		ran=$((ran + 1))
-		eta=$(( ($(date +%s) - start) / ran * (total - k) ))
+		eta=$(( ($(date +%s) - start) * (total - k) / ran ))
 		log "[$k/$total] finished; $failed failed so far; ETA $((eta / 60)) min"
 	done
 	log "matrix done: $total jobs, $ran run now, $failed failed; ledger: $LEDGER"
@@ -145,16 +274,23 @@ run_matrix() {
 }
 
 main() {
-	local mode=${1:-}
+	local mode=${1:-} scenarios arms runs
 	case $mode in
 	run | jobs)
 		[ $# -eq 4 ] || usage
-		check_names "$2" "$3" "$4"
+		scenarios=${2:-$VERDICT_SCENARIOS}
+		arms=${3:-$VERDICT_ARMS}
+		runs=${4:-$VERDICT_RUNS}
+		check_names "$scenarios" "$arms" "$runs"
+		refuse_mixed_flavours "$scenarios" "$arms"
 		if [ "$mode" = jobs ]; then
-			print_jobs "$2" "$3" "$4"
+			print_jobs "$scenarios" "$arms" "$runs"
 		else
-			run_matrix "$2" "$3" "$4"
+			run_matrix "$scenarios" "$arms" "$runs"
 		fi
+		;;
+	defaults)
+		printf 'scenarios: %s\narms: %s\nruns: %s\n' "$VERDICT_SCENARIOS" "$VERDICT_ARMS" "$VERDICT_RUNS"
 		;;
 	one)
 		[ $# -eq 4 ] || usage

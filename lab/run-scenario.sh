@@ -2,9 +2,14 @@
 # The front door behind `make scenario`: set up what is missing, boot the
 # lab kernel in QEMU on the scenario, collect results, print a summary.
 #
-#   run-scenario.sh --check NAME [ARM]  validate the names only
+#   run-scenario.sh --check NAME [ARM]  validate the names and SET only
+#   run-scenario.sh --host-parameters NAME [ARM]
+#                                     print KERNEL_FLAVOUR and TIMEOUT_S as
+#                                     the run would have them (matrix.sh)
 #   run-scenario.sh NAME [ARM]        ARM: vanilla (default) | mglru | keep | activate | immediate
-#   env SET="VAR=value ..."           override scenario defaults
+#   env SET="VAR=value ..."           override scenario defaults; a value with
+#                                     spaces is quoted as in the shell:
+#                                     SET='SYSCTLS="vm.a=1 vm.b=2" RUNS_S=30'
 #   env MEMCG_LAB_RESULTS=dir         results root (default: ./results)
 #   env MEMCG_LAB_ACCEL=tcg|kvm       skip the KVM probe; QEMU's -accel options
 #                                     may follow (tcg,thread=single)
@@ -45,10 +50,15 @@ check_arguments() {
 	case " $ARMS " in *" $ARM "*) ;; *)
 		die_usage "unknown arm '$ARM'; arms: $ARMS" ;;
 	esac
+	split_set_assignments
 	local kv
-	for kv in ${SET:-}; do
-		[[ $kv =~ ^[A-Z][A-Z0-9_]*=[^\;\&\|\`\$]*$ ]] ||
-			die_usage "SET entries must be VAR=value, got '$kv'"
+	for kv in "${SET_ASSIGNMENTS[@]}"; do
+		[[ $kv =~ ^[A-Z][A-Z0-9_]*= ]] ||
+			die_usage "SET entries must be VAR=value, got '$kv' (a value with spaces is quoted: VAR=\"a b\")"
+		# Values reach scenario files that use them in $((...)), which
+		# would run a command substitution hidden in one.
+		[[ ${kv#*=} =~ ^[^\;\&\|\`\$]*$ ]] ||
+			die_usage "SET values may not hold ; & | \` or \$, got '$kv'"
 		[[ $kv != KERNEL_SLOWDOWN=* || ${kv#*=} =~ ^[1-9][0-9]*$ ]] ||
 			die_usage "KERNEL_SLOWDOWN must be a positive integer, got '${kv#*=}'"
 		[[ $kv != GUEST_CPUS=* || ${kv#*=} =~ ^[1-9][0-9]?$ ]] ||
@@ -56,10 +66,62 @@ check_arguments() {
 	done
 }
 
+# SET's words, split as the shell splits words (blanks outside quotes
+# end a word; '...' keeps everything, "..." everything but \" and \\,
+# a backslash outside quotes keeps the next character) into
+# SET_ASSIGNMENTS, without eval: nothing in SET is ever run.  Refuses,
+# naming the word, an unclosed quote or a trailing backslash; and a
+# newline, because params.env and provenance.txt hold one entry a line.
+split_set_assignments() {
+	local s=${SET:-} i=0 c quote='' word='' in_word='' start=0
+	SET_ASSIGNMENTS=()
+	[[ $s != *$'\n'* ]] || die_usage "SET may not hold a newline, got '$s'"
+	while [ "$i" -lt "${#s}" ]; do
+		c=${s:i:1}
+		if [ "$quote" = "'" ]; then
+			if [ "$c" = "'" ]; then quote=''; else word+=$c; fi
+		elif [ "$quote" = '"' ]; then
+			if [ "$c" = '"' ]; then
+				quote=''
+			elif [ "$c" = "\\" ] && [[ ${s:i+1:1} == [\"\\] ]]; then
+				i=$((i + 1))
+				word+=${s:i:1}
+			else
+				word+=$c
+			fi
+		else
+			case $c in
+			' ' | $'\t')
+				[ -z "$in_word" ] || SET_ASSIGNMENTS+=("$word")
+				word='' in_word=''
+				;;
+			*)
+				[ -n "$in_word" ] || start=$i
+				in_word=yes
+				case $c in
+				"'" | '"') quote=$c ;;
+				"\\")
+					[ $((i + 1)) -lt "${#s}" ] ||
+						die_usage "SET ends in a lone backslash: '${s:start}'"
+					i=$((i + 1))
+					word+=${s:i:1}
+					;;
+				*) word+=$c ;;
+				esac
+				;;
+			esac
+		fi
+		i=$((i + 1))
+	done
+	[ -z "$quote" ] ||
+		die_usage "SET has an unclosed $quote in '${s:start}' (quote a whole value: VAR=\"a b\")"
+	[ -z "$in_word" ] || SET_ASSIGNMENTS+=("$word")
+}
+
 # Host-side parameters (machine shape) of a scenario, with SET applied.
 load_host_parameters() {
 	local kv
-	for kv in ${SET:-}; do
+	for kv in "${SET_ASSIGNMENTS[@]}"; do
 		export "${kv?}"
 	done
 	MEM_MB=0
@@ -67,15 +129,8 @@ load_host_parameters() {
 	SCENARIO_DIR=$LAB_ROOT/scenarios
 	# Lets a scenario pick defaults for the much slower debug kernel
 	# (scenarios/README.md); the guest sees the same values through
-	# params.env.  A kernel given with MEMCG_LAB_KBUILD is a debug one if
-	# its .config has DEBUG_VM.
-	KERNEL_FLAVOUR=lab
-	if [ -n "${MEMCG_LAB_KBUILD:-}" ]; then
-		grep -qx CONFIG_DEBUG_VM=y "$MEMCG_LAB_KBUILD/.config" 2>/dev/null &&
-			KERNEL_FLAVOUR=debug
-	elif [ -n "${MEMCG_LAB_DEBUG:-}" ]; then
-		KERNEL_FLAVOUR=debug
-	fi
+	# params.env.
+	KERNEL_FLAVOUR=$(wanted_kernel_flavour)
 	if [ "$KERNEL_FLAVOUR" = debug ]; then
 		: "${KERNEL_SLOWDOWN:=4}"
 	else
@@ -192,11 +247,20 @@ record_host_provenance() {
 		[ -z "$KSELFTEST_DIR" ] || echo "kselftest=$(basename "$KSELFTEST_DIR")"
 	} >"$RUN/provenance.txt"
 	git -C "$LAB_ROOT" diff HEAD >"$RUN/git-diff.patch" 2>/dev/null || true
+	write_guest_parameters
+}
+
+# params.env in the run folder, which the guest reads over the results
+# 9p share and sources (guest-run.sh's resolve_parameters) before the
+# scenario's defaults.  Each SET value is written shell-quoted (%q), so
+# that a value with spaces (SYSCTLS="vm.a=1 vm.b=2") is one assignment
+# there too.
+write_guest_parameters() {
 	printf 'KERNEL_FLAVOUR=%s\nKERNEL_SLOWDOWN=%s\nGUEST_CPUS=%s\n' \
 		"$KERNEL_FLAVOUR" "$KERNEL_SLOWDOWN" "$GUEST_CPUS" >"$RUN/params.env"
 	local kv
-	for kv in ${SET:-}; do
-		printf '%s\n' "$kv" >>"$RUN/params.env"
+	for kv in "${SET_ASSIGNMENTS[@]}"; do
+		printf '%s=%q\n' "${kv%%=*}" "${kv#*=}" >>"$RUN/params.env"
 	done
 }
 
@@ -501,12 +565,20 @@ classify_run() {
 # script as it runs it, and a long run must not execute an edit made to
 # this file meanwhile (a run once booted its guest a second time).
 main() {
-	local check_only=no
-	[ "${1:-}" = --check ] && { check_only=yes; shift; }
+	local mode=run
+	case ${1:-} in
+	--check) mode=check; shift ;;
+	--host-parameters) mode=host-parameters; shift ;;
+	esac
 	NAME=${1:-}
 	ARM=${2:-vanilla}
 	check_arguments
-	[ $check_only = yes ] && return 0
+	[ $mode = check ] && return 0
+	if [ $mode = host-parameters ]; then
+		load_host_parameters
+		printf 'KERNEL_FLAVOUR=%s\nTIMEOUT_S=%s\n' "$KERNEL_FLAVOUR" "$TIMEOUT_S"
+		return 0
+	fi
 	"$LAB_ROOT/lab/install-deps.sh"
 	load_host_parameters
 	if [ -n "${MEMCG_LAB_KBUILD:-}" ]; then
