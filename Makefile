@@ -14,6 +14,12 @@ SCENARIOS := $(sort $(basename $(notdir $(wildcard scenarios/*.scenario))))
 SCENARIOS_RUN = $(if $(filter command line,$(origin SCENARIOS)),$(SCENARIOS),$(filter-out smoke sampler-cost tracepoint-toggle cgroup-selftests,$(SCENARIOS)))
 
 .DEFAULT_GOAL := help
+# Host log lines count elapsed time from the start of the outermost make
+# (lab/lib.sh): `make kernel` runs deps first, and a sub-make inherits it.
+ifndef MEMCG_LAB_T0
+MEMCG_LAB_T0 := $(shell date +%s)
+endif
+export MEMCG_LAB_T0
 
 help:
 	@echo "memcg-lab: LRU_IMMEDIATE experiments on Debian's 6.1 kernel in QEMU"
