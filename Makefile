@@ -42,6 +42,9 @@ help:
 	@echo "                     debug kernel (long: mmzone.h rebuilds most of the tree)"
 	@echo "  make rootfs        build the guest rootfs image"
 	@echo "  make tools         build the guest C tools on the host"
+	@echo "  make clean         remove builds and images (build/, kernel builds,"
+	@echo "                     rootfs, kselftests, stale scratch disks), never results"
+	@echo "  make distclean     clean, plus the unpacked kernel source and ccache"
 	@echo
 	@echo "scenarios: $(SCENARIOS)"
 
@@ -78,4 +81,10 @@ test: deps
 test-unit: deps
 	tests/run-tests.sh unit
 
-.PHONY: help deps kernel check-series rootfs tools scenario matrix matrix-jobs report test test-unit
+clean:
+	MEMCG_LAB_RESULTS='$(RESULTS)' lab/clean.sh
+
+distclean:
+	MEMCG_LAB_RESULTS='$(RESULTS)' lab/clean.sh --dist
+
+.PHONY: help deps kernel check-series rootfs tools scenario matrix matrix-jobs report test test-unit clean distclean
