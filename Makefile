@@ -22,6 +22,12 @@ MATRIX_RESULTS = $(if $(and $(DEBUG),$(filter file,$(origin RESULTS))),results-d
 shell_quote = '$(subst ','\'',$(1))'
 
 .DEFAULT_GOAL := help
+# Host log lines count elapsed time from the start of the outermost make
+# (lab/lib.sh): `make kernel` runs deps first, and a sub-make inherits it.
+ifndef MEMCG_LAB_T0
+MEMCG_LAB_T0 := $(shell date +%s)
+endif
+export MEMCG_LAB_T0
 
 help:
 	@echo "memcg-lab: LRU_IMMEDIATE experiments on Debian's 6.1 kernel in QEMU"
@@ -49,6 +55,9 @@ help:
 	@echo "                     debug kernel (long: mmzone.h rebuilds most of the tree)"
 	@echo "  make rootfs        build the guest rootfs image"
 	@echo "  make tools         build the guest C tools on the host"
+	@echo "  make clean         remove builds and images (build/, kernel builds,"
+	@echo "                     rootfs, kselftests, stale scratch disks), never results"
+	@echo "  make distclean     clean, plus the unpacked kernel source and ccache"
 	@echo
 	@echo "scenarios: $(SCENARIOS)"
 
@@ -85,4 +94,10 @@ test: deps
 test-unit: deps
 	tests/run-tests.sh unit
 
-.PHONY: help deps kernel check-series rootfs tools scenario matrix matrix-jobs report test test-unit
+clean:
+	MEMCG_LAB_RESULTS='$(RESULTS)' lab/clean.sh
+
+distclean:
+	MEMCG_LAB_RESULTS='$(RESULTS)' lab/clean.sh --dist
+
+.PHONY: help deps kernel check-series rootfs tools scenario matrix matrix-jobs report test test-unit clean distclean

@@ -25,10 +25,10 @@ package_list() {
 # The base never sees lab code: only Debian packages and guest hygiene
 # that must be applied inside the chroot.
 build_base_tree() {
-	local dir=$1
+	local dir=$1 rc=0
 	log "mmdebstrap $SUITE with: $(package_list) (log: $dir.log)"
 	rm -rf "$dir.tmp"
-	run_logged "$dir.log" mmdebstrap --variant=minbase --mode=root --format=directory \
+	mmdebstrap --variant=minbase --mode=root --format=directory \
 		--include="$(package_list)" \
 		--dpkgopt='path-exclude=/usr/share/man/*' \
 		--dpkgopt='path-exclude=/usr/share/doc/*' \
@@ -36,8 +36,27 @@ build_base_tree() {
 		--customize-hook='chroot "$1" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer systemd-timesyncd.service getty@tty1.service serial-getty@ttyS0.service systemd-networkd.service' \
 		--customize-hook='echo memcg-lab >"$1/etc/hostname"' \
 		--customize-hook='chroot "$1" passwd -d root' \
-		"$SUITE" "$dir.tmp" "$MIRROR"
+		"$SUITE" "$dir.tmp" "$MIRROR" 2>&1 |
+		tee -a "$dir.log" | show_mmdebstrap_phases || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		tail -n 30 "$dir.log" >&2
+		die "mmdebstrap failed (exit $rc); full log: $dir.log"
+	fi
 	mv "$dir.tmp" "$dir"
+}
+
+# mmdebstrap's own lines ("I:", "W:", "E:") name its phases: apt-get
+# update, download, extract, install, each hook, success in N seconds.
+# They are a dozen log lines for a step of a minute or more; what the
+# hooks and dpkg print stays in the log file.  Lines are cut at 100
+# characters: a hook's line quotes its whole command, which is above.
+show_mmdebstrap_phases() {
+	local line
+	while IFS= read -r line; do
+		[[ $line =~ ^[IWE]:\  ]] || continue
+		[ ${#line} -le 100 ] || line="${line:0:97}..."
+		log "  mmdebstrap: $line"
+	done
 }
 
 # The measurement tools.
@@ -67,15 +86,22 @@ build_image() {
 	trap - EXIT
 }
 
-mkdir -p "$OUTDIR"
-exec 9>"$OUTDIR/.lock"
-flock 9
-base_key=$(content_hash "$HERE/packages.list" "$HERE/build-rootfs.sh")
-base=$OUTDIR/base-$SUITE-$base_key
-[ -d "$base" ] || build_base_tree "$base"
-image_key=$base_key-$(content_hash "$HERE/overlay" "$HERE/tools")
-image=$OUTDIR/rootfs-$image_key.ext4
-[ -f "$image" ] || build_image "$base" "$image"
-# Keep only the newest image: old ones are several hundred MB each.
-find "$OUTDIR" -maxdepth 1 -name 'rootfs-*.ext4' ! -name "${image##*/}" -delete
-echo "$image"
+main() {
+	local base_key base image_key image
+	mkdir -p "$OUTDIR"
+	exec 9>"$OUTDIR/.lock"
+	flock 9
+	base_key=$(content_hash "$HERE/packages.list" "$HERE/build-rootfs.sh")
+	base=$OUTDIR/base-$SUITE-$base_key
+	[ -d "$base" ] || build_base_tree "$base"
+	image_key=$base_key-$(content_hash "$HERE/overlay" "$HERE/tools")
+	image=$OUTDIR/rootfs-$image_key.ext4
+	[ -f "$image" ] || build_image "$base" "$image"
+	# Keep only the newest image: old ones are several hundred MB each.
+	find "$OUTDIR" -maxdepth 1 -name 'rootfs-*.ext4' ! -name "${image##*/}" -delete
+	echo "$image"
+}
+
+# On one line, as in lab/build-kernel.sh: bash must not read an edit made
+# to this file during a build; and a test sources what is above it.
+main "$@"; exit

@@ -19,6 +19,12 @@ FLAVOUR=lab
 OUT=$LAB_CACHE/kbuild-$FLAVOUR
 FRAGMENTS=("$LAB_ROOT/lab/kernel/memcg-lab.config")
 [ "$FLAVOUR" = debug ] && FRAGMENTS+=("$LAB_ROOT/lab/kernel/debug.config")
+# The objects ("  CC" lines of build.log) this build folder's last full
+# build compiled: the total the next build's progress counts towards.
+OBJECTS_RECORD=$OUT/.memcg-lab-objects
+# A full build of either flavour compiled 1476-1481 objects when
+# measured: the total a build folder with no record of its own shows.
+FULL_BUILD_OBJECTS_ESTIMATE=1480
 
 unpack_pristine_tree() {
 	[ -d "$SRC/.git" ] && return 0
@@ -113,10 +119,11 @@ configure_kernel() {
 }
 
 build_bzimage() {
-	local jobs start
+	local jobs start total total_from compiled
 	jobs=$(($(nproc) + 1))
-	start=$(date +%s)
-	log "building bzImage in $OUT (-j$jobs, log: $OUT/build.log)"
+	start=$EPOCHSECONDS
+	read -r total total_from < <(expected_objects)
+	log "building bzImage in $OUT (-j$jobs; a full build: ~$total objects, $total_from; log: $OUT/build.log)"
 	# Fixed identity strings keep ccache hits and build ids reproducible.
 	export KBUILD_BUILD_USER=memcg-lab KBUILD_BUILD_HOST=lab
 	KBUILD_BUILD_TIMESTAMP="pristine+$(cat "$SRC/.memcg-lab-series")"
@@ -124,16 +131,68 @@ build_bzimage() {
 	setup_kernel_cc
 	: >"$OUT/build.log"
 	if ! make -C "$SRC" O="$OUT" -j"$jobs" CC="$KERNEL_CC" bzImage 2>&1 |
-		tee -a "$OUT/build.log" | show_build_progress; then
+		tee -a "$OUT/build.log" | show_build_progress "$total" "$start"; then
 		grep -E 'error|Error' "$OUT/build.log" | head -n 20 >&2 || true
 		die "kernel build failed; full log: $OUT/build.log"
 	fi
-	log "bzImage ready after $(($(date +%s) - start)) s"
+	compiled=$(grep -c '^  CC ' "$OUT/build.log" || true)
+	remember_object_count "$compiled"
+	log "bzImage ready after $(format_duration $((EPOCHSECONDS - start))) ($compiled objects compiled)"
 }
 
-# One line every 500 compiled objects instead of thousands of lines.
+# Prints the total a build's progress counts towards and where it comes
+# from: "<objects> <source>".
+expected_objects() {
+	local n
+	n=$(cat "$OBJECTS_RECORD" 2>/dev/null || true)
+	if [[ $n =~ ^[1-9][0-9]{0,6}$ ]]; then
+		echo "$n as this folder's last one"
+	else
+		echo "$FULL_BUILD_OBJECTS_ESTIMATE an estimate: this folder has no count of its own yet"
+	fi
+}
+
+# Records a finished build's object count as the next build's total,
+# unless it compiled fewer than half the recorded ones: a rebuild of a
+# few changed files is no estimate of the next build that changes a
+# header (mmzone.h rebuilds most of the tree).
+remember_object_count() {
+	local compiled=$1 recorded
+	recorded=$(cat "$OBJECTS_RECORD" 2>/dev/null || true)
+	[[ $recorded =~ ^[1-9][0-9]{0,6}$ ]] || recorded=0
+	[ "$compiled" -gt 0 ] && [ $((compiled * 2)) -ge "$recorded" ] || return 0
+	echo "$compiled" >"$OBJECTS_RECORD"
+}
+
+# "740 of ~1480 objects (50%), about 3:10 left": n objects compiled of
+# an expected total, elapsed seconds into the build.  The time left
+# assumes the rate so far holds; a count past the total says so rather
+# than show more than 100%.
+build_progress_line() {
+	local n=$1 total=$2 elapsed=$3
+	if [ "$n" -gt "$total" ]; then
+		echo "$n objects, more than the ~$total expected"
+	elif [ "$elapsed" -gt 0 ] && [ "$n" -gt 0 ]; then
+		echo "$n of ~$total objects ($((n * 100 / total))%), about $(format_duration $((elapsed * (total - n) / n))) left"
+	else
+		echo "$n of ~$total objects ($((n * 100 / total))%)"
+	fi
+}
+
+# Reads make's output: a log line every tenth of the expected objects
+# (about every 1.5 min of a full build on 2 cores) instead of thousands
+# of lines.  Arguments: the expected total and the build's start (epoch
+# seconds).
 show_build_progress() {
-	awk '/^  CC /{n++; if (n % 500 == 0) {printf "[memcg-lab]   %d objects compiled\n", n > "/dev/stderr"}}'
+	local total=$1 start=$2 step n=0 line
+	step=$((total >= 10 ? total / 10 : 1))
+	while IFS= read -r line; do
+		[[ $line == "  CC "* ]] || continue
+		n=$((n + 1))
+		if [ $((n % step)) -eq 0 ]; then
+			log "  $(build_progress_line "$n" "$total" $((EPOCHSECONDS - start)))"
+		fi
+	done
 }
 
 # Both flavours build from one source tree: it changes only under the

@@ -5,10 +5,34 @@ LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LAB_CACHE=${MEMCG_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/memcg-lab}
 export LAB_ROOT LAB_CACHE
 
-log() { printf '[memcg-lab] %s\n' "$*" >&2; }
-die() { printf '[memcg-lab] error: %s\n' "$*" >&2; exit 1; }
+# Log lines say how long the lab has been at work: since the outermost
+# make target (the Makefile sets MEMCG_LAB_T0) or lab script started, so
+# a script another one runs (run-scenario.sh -> build-kernel.sh) counts
+# on from its caller's start instead of from zero.  Anything but epoch
+# seconds is ignored: the value reaches shell arithmetic.
+[[ ${MEMCG_LAB_T0:-} =~ ^[0-9]{1,12}$ ]] || MEMCG_LAB_T0=$EPOCHSECONDS
+export MEMCG_LAB_T0
+
+# M:SS, or H:MM:SS from an hour on; a negative duration (a clock set
+# back) is 0:00.
+format_duration() {
+	local s=$(($1 < 0 ? 0 : $1))
+	if [ "$s" -ge 3600 ]; then
+		printf '%d:%02d:%02d\n' $((s / 3600)) $((s % 3600 / 60)) $((s % 60))
+	else
+		printf '%d:%02d\n' $((s / 60)) $((s % 60))
+	fi
+}
+
+# "[memcg-lab +1:23]": the start of every host log line.
+log_prefix() {
+	printf '[memcg-lab +%s]\n' "$(format_duration $((EPOCHSECONDS - MEMCG_LAB_T0)))"
+}
+
+log() { printf '%s %s\n' "$(log_prefix)" "$*" >&2; }
+die() { printf '%s error: %s\n' "$(log_prefix)" "$*" >&2; exit 1; }
 # Exit 2 means "you asked for something that does not exist".
-die_usage() { printf '[memcg-lab] error: %s\n' "$*" >&2; exit 2; }
+die_usage() { printf '%s error: %s\n' "$(log_prefix)" "$*" >&2; exit 2; }
 
 # The kernel flavour a run boots, lab or debug: the one place that
 # decides it, so that run-scenario.sh (which boots it and records it as

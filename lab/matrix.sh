@@ -132,10 +132,11 @@ run_one_job() {
 
 # Jobs the guest kernel failed, per scenario and arm, over the whole ledger.
 ledger_trouble_counts() {
+	local line
 	[ -f "$LEDGER" ] || return 0
 	awk -F, 'NR > 1 && $4 == "kernel-trouble" { n[$1 "/" $2]++ }
-		END { for (k in n) printf "[memcg-lab] kernel trouble: %s: %d run(s) (ledger)\n", k, n[k] }' \
-		"$LEDGER" | sort >&2
+		END { for (k in n) printf "kernel trouble: %s: %d run(s) (ledger)\n", k, n[k] }' \
+		"$LEDGER" | sort | while IFS= read -r line; do log "$line"; done
 }
 
 # %q makes each value one shell word whatever it holds: SET with quotes
