@@ -209,15 +209,6 @@ scenario_timeout_seconds() {
 	"$LAB_ROOT/lab/run-scenario.sh" --host-parameters "$1" "$2" | sed -n 's/^TIMEOUT_S=//p'
 }
 
-format_duration() {
-	local s=$1
-	if [ "$s" -ge 3600 ]; then
-		printf '%d h %02d min' $((s / 3600)) $((s % 3600 / 60))
-	else
-		printf '%d min' $(((s + 59) / 60))
-	fi
-}
-
 # Before the first job: how many jobs, how many the ledger has done
 # before, and the expected time of the rest, per scenario and in all.
 print_estimate() {

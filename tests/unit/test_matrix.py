@@ -179,7 +179,7 @@ def test_the_estimate_uses_earlier_runs_of_the_scenario_else_its_timeout(tmp_pat
     assert (f"proactive: 4 x 900 s (no earlier ok lab run in {tmp_path}: "
             "its TIMEOUT_S, an upper bound)") in err
     total = 3 * 200 + 4 * 900
-    assert f"expected: 7 jobs x {total // 7} s on average = 1 h 10 min of guest time" in err
+    assert f"expected: 7 jobs x {total // 7} s on average = 1:10:00 of guest time" in err
 
 
 def test_a_debug_estimate_counts_debug_runs_and_timeouts_only(tmp_path):
