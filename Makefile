@@ -35,6 +35,10 @@ help:
 	@echo "  make scenario NAME=<scenario> [ARM=vanilla|mglru|keep|activate|immediate] [SET=\"VAR=value ...\"] [DEBUG=1]"
 	@echo "                     set up what is missing, boot, run, summarise; a SET"
 	@echo "                     value with spaces is quoted: SET='SYSCTLS=\"vm.a=1 vm.b=2\" X=1'"
+	@echo "  make shell [NAME=<scenario>] [SET=...] [DEBUG=1]"
+	@echo "                     boot the guest of a scenario (default smoke: its"
+	@echo "                     kernel, image, disks, shares) to a root shell on"
+	@echo "                     this terminal; 'exit' shuts it down"
 	@echo "  make matrix [SCENARIOS=\"a b\"] [ARMS=\"a b\"] [RUNS=n] [SET=...] [DEBUG=1]"
 	@echo "                     every combination, shuffled, one boot each, resumable;"
 	@echo "                     prints the jobs and their expected time first; DEBUG=1:"
@@ -42,7 +46,7 @@ help:
 	@echo "                     Without SCENARIOS, ARMS, RUNS: the verdict matrix,"
 	@lab/matrix.sh defaults | sed 's/^/                       /'
 	@echo "  make matrix-jobs ...   the same as a GNU parallel job list (stdout)"
-	@echo "  make report [RESULTS=results] [BASELINE=vanilla]"
+	@echo "  make report [RESULTS=results] [BASELINE=activate]"
 	@echo "                     tables, figures and report.html of every run under"
 	@echo "                     RESULTS, into RESULTS/report/<timestamp>/"
 	@echo "  make test          the project's tests (static checks, host unit tests,"
@@ -79,6 +83,9 @@ tools:
 scenario:
 	SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' lab/run-scenario.sh '$(NAME)' '$(ARM)'
 
+shell:
+	SET=$(call shell_quote,$(SET)) MEMCG_LAB_DEBUG='$(DEBUG)' lab/run-scenario.sh --shell '$(or $(NAME),smoke)'
+
 matrix:
 	SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(MATRIX_RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' lab/matrix.sh run '$(MATRIX_SCENARIOS)' '$(ARMS)' '$(RUNS)'
 
@@ -86,7 +93,7 @@ matrix-jobs:
 	@SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(MATRIX_RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' lab/matrix.sh jobs '$(MATRIX_SCENARIOS)' '$(ARMS)' '$(RUNS)'
 
 report: deps
-	/usr/bin/python3 analysis/report.py --baseline '$(or $(BASELINE),vanilla)' '$(RESULTS)'
+	/usr/bin/python3 analysis/report.py --baseline '$(or $(BASELINE),activate)' '$(RESULTS)'
 
 test: deps
 	tests/run-tests.sh all
@@ -100,4 +107,4 @@ clean:
 distclean:
 	MEMCG_LAB_RESULTS='$(RESULTS)' lab/clean.sh --dist
 
-.PHONY: help deps kernel check-series rootfs tools scenario matrix matrix-jobs report test test-unit clean distclean
+.PHONY: help deps kernel check-series rootfs tools scenario shell matrix matrix-jobs report test test-unit clean distclean

@@ -3,6 +3,8 @@
 # lab kernel in QEMU on the scenario, collect results, print a summary.
 #
 #   run-scenario.sh --check NAME [ARM]  validate the names and SET only
+#   run-scenario.sh --shell NAME [ARM]  boot NAME's guest to a root shell on
+#                                     this terminal instead of running it
 #   run-scenario.sh --host-parameters NAME [ARM]
 #                                     print KERNEL_FLAVOUR and TIMEOUT_S as
 #                                     the run would have them (matrix.sh)
@@ -165,11 +167,13 @@ check_free_space() {
 		die "not enough disk for the run folder: $RESULTS has ${free_results} MiB free, a run needs about $RUN_FOLDER_MB MiB"
 }
 
-# Claims a fresh folder: results are never overwritten.
+# Claims a fresh folder: results are never overwritten.  A shell's
+# folder is in the cache, out of the results a report reads.
 claim_run_folder() {
-	local base n=1
-	base=$RESULTS/$NAME/$(date -u +%Y%m%dT%H%M%SZ)-$ARM
-	mkdir -p "$RESULTS/$NAME"
+	local base n=1 parent=$RESULTS/$NAME
+	[ "$MODE" != shell ] || parent=$LAB_CACHE/shell/$NAME
+	base=$parent/$(date -u +%Y%m%dT%H%M%SZ)-$ARM
+	mkdir -p "$parent"
 	RUN=$base
 	until mkdir "$RUN" 2>/dev/null; do
 		n=$((n + 1))
@@ -311,14 +315,19 @@ host_tsc_khz() {
 	awk -F: '/^cpu MHz/ {printf "%d\n", $2 * 1000; exit}' /proc/cpuinfo
 }
 
-boot_guest() {
+# QEMU_ARGS and QMP of this run's guest.  $1: what the guest's agent
+# does, as kernel parameters (memcg_lab.scenario=... or memcg_lab.shell);
+# $2: where its serial console goes, "file" (console.log) or "terminal"
+# (this terminal, also logged to console.log; Ctrl-A x quits QEMU).
+set_qemu_arguments() {
+	local role=$1 console=$2
 	# quiet alone would keep KERN_WARNING off the console, and with it
 	# every WARN() and lockdep report: loglevel=5 lets them through.
 	local cmdline="root=/dev/vda rootfstype=ext4 rw console=ttyS0 panic=-1 quiet loglevel=5"
 	# What dump_silent_guest's NMI makes the kernel print; nokaslr keeps
 	# the kernel where System.map says, for its vCPU samples.
 	cmdline+=" unknown_nmi_panic panic_print=0x4b nokaslr"
-	cmdline+=" systemd.show_status=error memcg_lab.scenario=$NAME memcg_lab.arm=$ARM"
+	cmdline+=" systemd.show_status=error $role memcg_lab.arm=$ARM"
 	# TCG: the TSC's frequency from the host, and no warp check between
 	# vCPUs (they read one host TSC; the check, run under TCG's
 	# scheduling, called it unsynchronised and fell back to jiffies).
@@ -343,7 +352,6 @@ boot_guest() {
 		-smp "$GUEST_CPUS,sockets=$GUEST_CPUS,cores=1,threads=1"
 		-nodefaults -no-user-config
 		-display none -no-reboot
-		-chardev "file,id=con,path=$RUN/console.log" -serial chardev:con
 		-qmp "unix:$QMP,server=on,wait=off"
 		-kernel "$KBUILD/arch/x86/boot/bzImage" -append "$cmdline"
 		-drive "file=$IMAGE,if=none,id=root,format=raw,snapshot=on"
@@ -358,9 +366,34 @@ boot_guest() {
 		-device virtio-9p-pci,fsdev=results,mount_tag=results,addr=0x8
 		-device virtio-rng-pci,addr=0x9
 	)
+	if [ "$console" = terminal ]; then
+		# signal=off: Ctrl-C reaches the guest's shell, not QEMU.
+		QEMU_ARGS+=(-chardev "stdio,id=con,mux=on,signal=off,logfile=$RUN/console.log"
+			-serial chardev:con -mon chardev=con,mode=readline)
+	else
+		QEMU_ARGS+=(-chardev "file,id=con,path=$RUN/console.log" -serial chardev:con)
+	fi
 	printf '%q ' qemu-system-x86_64 "${QEMU_ARGS[@]}" >"$RUN/qemu-cmdline.txt"
+}
+
+boot_guest() {
+	set_qemu_arguments "memcg_lab.scenario=$NAME" file
 	qemu-system-x86_64 "${QEMU_ARGS[@]}" >"$RUN/qemu.log" 2>&1 &
 	QEMU_PID=$!
+}
+
+# make shell: the guest of a run of NAME (its kernel, image, disks and
+# shares), its serial console on this terminal, a root shell in place of
+# the scenario.  The stick is blank and unthrottled (a scenario's runner
+# formats it and asks for the throttle); nothing is measured.
+boot_shell() {
+	set_qemu_arguments memcg_lab.shell=1 terminal
+	log "the guest's console is this terminal: 'exit' in its shell shuts it down, Ctrl-A x quits QEMU at once"
+	log "the stick is blank and unthrottled; to throttle it from the host: lab/qmp.py throttle $QMP stick BYTES_PER_S"
+	QEMU_RC=0
+	qemu-system-x86_64 "${QEMU_ARGS[@]}" 2>"$RUN/qemu.log" || QEMU_RC=$?
+	[ "$QEMU_RC" -eq 0 ] || die "QEMU exited with status $QEMU_RC: $(tail -n 1 "$RUN/qemu.log")"
+	log "the shell's guest shut down; its console: $RUN/console.log"
 }
 
 # The guest asks for the stick's throttle with a console line
@@ -565,16 +598,17 @@ classify_run() {
 # script as it runs it, and a long run must not execute an edit made to
 # this file meanwhile (a run once booted its guest a second time).
 main() {
-	local mode=run
+	MODE=run
 	case ${1:-} in
-	--check) mode=check; shift ;;
-	--host-parameters) mode=host-parameters; shift ;;
+	--check) MODE=check; shift ;;
+	--host-parameters) MODE=host-parameters; shift ;;
+	--shell) MODE=shell; shift ;;
 	esac
 	NAME=${1:-}
 	ARM=${2:-vanilla}
 	check_arguments
-	[ $mode = check ] && return 0
-	if [ $mode = host-parameters ]; then
+	[ $MODE = check ] && return 0
+	if [ $MODE = host-parameters ]; then
 		load_host_parameters
 		printf 'KERNEL_FLAVOUR=%s\nTIMEOUT_S=%s\n' "$KERNEL_FLAVOUR" "$TIMEOUT_S"
 		return 0
@@ -615,6 +649,11 @@ main() {
 	record_host_provenance
 	make_scratch_disks
 	trap 'rm -rf "$DISKS"' EXIT
+	if [ $MODE = shell ]; then
+		log "booting a shell in the guest of $NAME (${GUEST_MEM_MB}M ${GUEST_CPUS}-CPU guest; no arm is applied)"
+		boot_shell
+		return 0
+	fi
 	log "booting $NAME ($ARM, ${GUEST_MEM_MB}M ${GUEST_CPUS}-CPU guest, stick ${STICK_WRITE_BPS} B/s write, timeout ${TIMEOUT_S}s)"
 	boot_guest
 	watch_guest

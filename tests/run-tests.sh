@@ -56,6 +56,9 @@ log "boot test: the smoke scenario on the lab kernel in QEMU"
 MEMCG_LAB_RESULTS=$BOOT_RESULTS lab/run-scenario.sh smoke vanilla
 LAB_SMOKE_RUN=$(newest_run smoke vanilla) /usr/bin/python3 -m pytest -q tests/boot/test_smoke_run.py
 
+log "boot test: make shell boots to a shell that runs what is typed"
+LAB_SHELL_TEST=1 /usr/bin/python3 -m pytest -q tests/boot/test_shell.py
+
 log "boot test: a QEMU killed from outside is reported as such"
 # A results root of its own: an earlier run of this test must not be
 # taken for this one.
