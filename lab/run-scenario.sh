@@ -120,6 +120,27 @@ split_set_assignments() {
 	[ -z "$in_word" ] || SET_ASSIGNMENTS+=("$word")
 }
 
+# An arm the kernel in KBUILD cannot run is refused before the boot,
+# with the reason (guest-run.sh's apply_arm would fail it minutes later,
+# after the set-up): mglru needs the multi-gen LRU built in, keep and
+# activate the series' vm.reclaim_writeback_policy, immediate also its
+# LRU_IMMEDIATE list.  vanilla runs on any kernel.
+check_arm_runs_on_kernel() {
+	local config=$KBUILD/.config map=$KBUILD/System.map
+	case $ARM in
+	mglru)
+		grep -qx CONFIG_LRU_GEN=y "$config" ||
+			die_usage "arm mglru needs CONFIG_LRU_GEN=y, which $config does not have"
+		;;
+	keep | activate | immediate)
+		grep -q ' reclaim_wb_policy_handler$' "$map" ||
+			die_usage "arm $ARM needs the patch series' vm.reclaim_writeback_policy, which the kernel in $KBUILD does not have (no reclaim_wb_policy_handler in System.map); arm vanilla runs on any kernel"
+		[ "$ARM" != immediate ] || grep -qx CONFIG_LRU_IMMEDIATE=y "$config" ||
+			die_usage "arm immediate needs CONFIG_LRU_IMMEDIATE=y, which $config does not have"
+		;;
+	esac
+}
+
 # Host-side parameters (machine shape) of a scenario, with SET applied.
 load_host_parameters() {
 	local kv
@@ -631,6 +652,7 @@ main() {
 	else
 		KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" | tail -n 1)
 	fi
+	check_arm_runs_on_kernel
 	IMAGE=$("$LAB_ROOT/guest-rootfs/build-rootfs.sh" | tail -n 1)
 	# The kernel's own selftests, for a scenario that runs them.
 	KSELFTEST_DIR=

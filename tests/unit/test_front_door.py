@@ -83,3 +83,43 @@ def test_a_run_without_room_for_its_disks_is_refused_before_the_boot(tmp_path):
     assert (f"the scratch disks (STICK_SIZE_MB + FAST_SIZE_MB) and the run folder need "
             f"{(1 << 40) + 64 + 200} MiB") in p.stderr
     assert free_space_check(tmp_path, 16).returncode == 0
+
+
+def arm_check(tmp_path, arm, config, symbols):
+    """run-scenario.sh's check_arm_runs_on_kernel on a kernel build folder
+    holding only the .config and System.map lines given."""
+    kbuild = tmp_path / "kbuild"
+    kbuild.mkdir()
+    (kbuild / ".config").write_text("".join(f"{line}\n" for line in config))
+    (kbuild / "System.map").write_text("".join(f"ffffffff81000000 t {s}\n" for s in symbols))
+    script = (f"source <(sed '$d' {ROOT}/lab/run-scenario.sh); KBUILD={kbuild}; ARM={arm}; "
+              "check_arm_runs_on_kernel")
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30,
+                          cwd=os.path.join(ROOT, "lab"))
+
+
+PATCHED = (["CONFIG_LRU_GEN=y", "CONFIG_LRU_IMMEDIATE=y"], ["reclaim_wb_policy_handler"])
+
+
+def test_every_arm_runs_on_the_lab_kernel(tmp_path):
+    for arm in ["vanilla", "mglru", "keep", "activate", "immediate"]:
+        sub = tmp_path / arm
+        sub.mkdir()
+        assert arm_check(sub, arm, *PATCHED).returncode == 0, arm
+
+
+def test_a_series_arm_is_refused_on_a_kernel_without_the_series(tmp_path):
+    p = arm_check(tmp_path, "activate", ["CONFIG_LRU_GEN=y"], ["shrink_lruvec"])
+    assert p.returncode == 2
+    assert "arm activate needs the patch series' vm.reclaim_writeback_policy" in p.stderr
+    assert "arm vanilla runs on any kernel" in p.stderr
+
+
+def test_immediate_is_refused_without_lru_immediate_and_mglru_without_lru_gen(tmp_path):
+    (tmp_path / "a").mkdir()
+    p = arm_check(tmp_path / "a", "immediate", ["# CONFIG_LRU_IMMEDIATE is not set"],
+                  ["reclaim_wb_policy_handler"])
+    assert p.returncode == 2 and "arm immediate needs CONFIG_LRU_IMMEDIATE=y" in p.stderr
+    (tmp_path / "b").mkdir()
+    p = arm_check(tmp_path / "b", "mglru", ["# CONFIG_LRU_GEN is not set"], [])
+    assert p.returncode == 2 and "arm mglru needs CONFIG_LRU_GEN=y" in p.stderr
