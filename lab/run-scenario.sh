@@ -320,6 +320,11 @@ boot_trace_events() {
 	for ev in $shrink $TRACE_EVENTS_COMMON; do
 		[[ $have == *" $ev "* ]] && list+=("vmscan:$ev")
 	done
+	# SET="LOCK_CONTENTION=1": spinlock contention and the stacks that
+	# met it, per phase (lock-contention.csv; guest-run.sh).  Off by
+	# default: every contended spinlock then records its stack.
+	[ "${LOCK_CONTENTION:-0}" != 1 ] || [[ $have != *" contention_begin "* ]] ||
+		list+=("lock:contention_begin")
 	local IFS=,
 	echo "${list[*]}"
 }

@@ -439,6 +439,41 @@ def load_reclaim_throttle(path, phase):
             "by_reason_cgroup": by_reason_cgroup}
 
 
+# The spinlock's own frames and the lruvec's lock helpers: the caller
+# that contended is the first frame past them.
+LOCK_FRAMES = ("queued_spin_lock_slowpath", "native_queued_spin_lock_slowpath",
+               "_raw_spin_lock", "do_raw_spin_lock", "folio_lruvec_lock",
+               "folio_lruvec_relock")
+# The series' per-completion unpark: one lru_lock round trip per parked
+# folio whose writeback ends (patch 0004).
+UNPARK_FRAME = "folio_rotate_immediate"
+
+
+def load_lock_contention(path, phase):
+    """lock-contention.csv (SET="LOCK_CONTENTION=1") of one phase:
+    {"contentions", "unpark" (stacks through the series' unpark),
+    "dropped", "by_caller" {first frame past the lock's own: count}};
+    None without the file."""
+    if not os.path.exists(path):
+        return None
+    out = {"contentions": 0, "unpark": 0, "dropped": 0, "by_caller": {}}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            if row["phase"] != phase:
+                continue
+            n = int(row["contentions"])
+            if row["stack"].startswith("(dropped"):
+                out["dropped"] += n
+                continue
+            frames = row["stack"].split(";")
+            out["contentions"] += n
+            if UNPARK_FRAME in frames:
+                out["unpark"] += n
+            caller = next((fr for fr in frames if not fr.startswith(LOCK_FRAMES)), "?")
+            out["by_caller"][caller] = out["by_caller"].get(caller, 0) + n
+    return out
+
+
 ATTRIBUTION_NEEDS = ("reclaimer_cgroup", "scanned_cgroup", "nr_scanned", "reclaim_ns",
                      "events", "lru")
 
@@ -653,6 +688,9 @@ def summarise(run_dir):
     throttle = load_reclaim_throttle(os.path.join(run_dir, "reclaim-throttle.csv"), name)
     if throttle is not None:
         summary["reclaim_throttle"] = throttle
+    locks = load_lock_contention(os.path.join(run_dir, "lock-contention.csv"), name)
+    if locks is not None:
+        summary["lock_contention"] = locks
     # The files only some runs have: summary key, loader, file.
     for key, loader, name in (("sampler_configs", load_sampler_configs, "sampler-cost.csv"),
                               ("attribution_cost", load_toggle_cost, "toggle-cost.csv")):
@@ -743,6 +781,13 @@ def format_summary(s):
         top = sorted(throttle["by_task"].items(), key=lambda kv: -kv[1]["delayed_s"])[:5]
         for key, t in top:
             lines.append(f"  {key:40s} {t['sleeps']:6d} sleeps {t['delayed_s']:8.2f} s")
+    locks = s.get("lock_contention")
+    if locks is not None:
+        lines.append(f"spinlock contentions in the phase: {locks['contentions']}, "
+                     f"{locks['unpark']} through the series' unpark ({UNPARK_FRAME})"
+                     + (f"; {locks['dropped']} dropped (hist full)" if locks["dropped"] else ""))
+        for caller, n in sorted(locks["by_caller"].items(), key=lambda kv: -kv[1])[:5]:
+            lines.append(f"  {caller:40s} {n:8d}")
     cov = s.get("attribution_coverage")
     if cov:
         lost = ", ".join(f"{k} {cov[k]}" for k in ("hist_dropped", "lost_rows", "unresolved_pids")

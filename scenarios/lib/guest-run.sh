@@ -28,6 +28,7 @@ uptime_s() { cut -d' ' -f1 /proc/uptime; }
 phase_begin() {
 	PHASE=$1
 	throttle_hist_start
+	lock_hist_start
 	PHASE_START=$(uptime_s)
 	record_stick_bdi begin
 	say "phase $PHASE begins"
@@ -36,7 +37,48 @@ phase_end() {
 	echo "$PHASE,$PHASE_START,$(uptime_s)" >>"$OUT/phases.csv"
 	record_stick_bdi end
 	throttle_hist_take
+	lock_hist_take
 	say "phase $PHASE ends"
+}
+
+# Spinlock contention per phase, by the stack that met it: how often
+# the series' per-completion unpark (folio_rotate_immediate, one
+# lru_lock round trip per parked folio whose writeback ends, in the
+# completion's IRQ) contends with reclaim and the LRU's other users.  A
+# hist trigger on lock:contention_begin (queued_spin_lock_slowpath's
+# queueing path; flags 1 is a plain spinlock), keyed by the kernel stack,
+# cleared at every phase begin and read at its end into
+# lock-contention.csv (phase, contentions, frames from the innermost,
+# ";"-separated).  Only when the host enabled the event at boot
+# (SET="LOCK_CONTENTION=1").
+LOCK_EVENT=/sys/kernel/tracing/events/lock/contention_begin
+LOCK_HIST='hist:keys=stacktrace:vals=hitcount:size=4096 if flags == 1'
+lock_hist_start() {
+	case ${LOCK_HIST_STATE:-} in
+	on) echo "$LOCK_HIST:clear" >>"$LOCK_EVENT/trigger" ||
+		die "cannot clear the hist trigger on $LOCK_EVENT"
+		return 0 ;;
+	off) return 0 ;;
+	esac
+	LOCK_HIST_STATE=off
+	boot_trace_events | grep -qx lock/contention_begin || return 0
+	echo "$LOCK_HIST" >>"$LOCK_EVENT/trigger" ||
+		die "cannot set a hist trigger on $LOCK_EVENT"
+	LOCK_HIST_STATE=on
+	echo "phase,contentions,stack" >"$OUT/lock-contention.csv"
+}
+lock_hist_take() {
+	[ "${LOCK_HIST_STATE:-}" = on ] || return 0
+	awk -v phase="$PHASE" '
+		/^\{ stacktrace:/ { stack = ""; inside = 1; next }
+		inside && /^\} hitcount:/ {
+			printf "%s,%s,%s\n", phase, $3, stack
+			inside = 0; next
+		}
+		inside && NF { f = $1; sub(/\+.*/, "", f); stack = stack (stack == "" ? "" : ";") f }
+		# Stacks the full table could not take: counted, never lost.
+		/^ *Dropped: *[1-9]/ { printf "%s,%s,(dropped: the hist table was full)\n", phase, $2 }
+	' "$LOCK_EVENT/hist" >>"$OUT/lock-contention.csv"
 }
 
 # The stick's writeback state in the kernel's bdi debugfs file, at every

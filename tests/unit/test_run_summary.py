@@ -486,3 +486,20 @@ def test_the_sticks_bdi_state_is_taken_at_the_measured_phase(tmp_path):
     (tmp_path / "bdi-stick.csv").write_text("phase,event,uptime_s,key,value\nneighbour,end,1,x,y\n")
     with pytest.raises(run.RunError, match="bdi-stick.csv:2"):
         run.summarise(tmp_path)
+
+
+def test_lock_contention_is_summed_per_phase_by_caller_and_through_the_unpark(tmp_path):
+    p = tmp_path / "lock-contention.csv"
+    p.write_text(
+        "phase,contentions,stack\n"
+        "ramp,50,queued_spin_lock_slowpath;_raw_spin_lock_irq;shrink_inactive_list\n"
+        "neighbour,3,queued_spin_lock_slowpath;_raw_spin_lock_irqsave;folio_lruvec_lock_irqsave;"
+        "folio_batch_move_lru;folio_rotate_immediate;folio_end_writeback\n"
+        "neighbour,17,queued_spin_lock_slowpath;_raw_spin_lock_irq;shrink_inactive_list\n"
+        "neighbour,2,queued_spin_lock_slowpath;_raw_spin_lock_irqsave;folio_lruvec_lock_irqsave;"
+        "folio_batch_move_lru;lru_add_drain_cpu\n"
+        "neighbour,4,(dropped: the hist table was full)\n")
+    got = run.load_lock_contention(str(p), "neighbour")
+    assert got == {"contentions": 22, "unpark": 3, "dropped": 4,
+                   "by_caller": {"folio_batch_move_lru": 5, "shrink_inactive_list": 17}}
+    assert run.load_lock_contention(str(tmp_path / "none.csv"), "neighbour") is None
