@@ -10,8 +10,9 @@
 #   in $MEMCG_LAB_CACHE: kbuild-* (kernel builds), the contents of rootfs/
 #       (mmdebstrap trees, images, the tools' build), kselftest/ (selftest
 #       builds), check-series/ (its kernel worktree and builds), .unpack.*
-#       (an interrupted unpack) and the scratch disks in disks/ of runs
-#       that are no longer running.
+#       (an interrupted unpack), layouts/ (laid-out disks kept per
+#       recipe), shell/ (make shell's consoles) and the scratch disks in
+#       disks/ of runs that are no longer running.
 # --dist also removes linux-6.1/ (the unpacked, patched kernel source;
 #       unpacking it again takes a few minutes) and ccache/ (the next
 #       kernel build starts cold: about 16 min on 2 cores).
@@ -124,7 +125,7 @@ remove_builds() {
 		remove_path "$p"
 	done
 	for p in "$LAB_CACHE"/kbuild-* "$LAB_CACHE"/.unpack.* "$LAB_CACHE/kselftest" \
-		"$LAB_CACHE/check-series"; do
+		"$LAB_CACHE/check-series" "$LAB_CACHE/layouts" "$LAB_CACHE/shell"; do
 		remove_path "$p"
 	done
 	prune_kernel_worktrees

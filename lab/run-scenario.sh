@@ -174,6 +174,11 @@ check_free_space() {
 	local what="the scratch disks (STICK_SIZE_MB + FAST_SIZE_MB)"
 	mkdir -p "$disks_dir" "$RESULTS"
 	need_cache=$((STICK_SIZE_MB + FAST_SIZE_MB))
+	# Keeping a recipe's laid-out disks copies both.
+	if [ "${LAYOUT:-fresh}" = save ]; then
+		need_cache=$((need_cache * 2))
+		what+=" and their kept copy"
+	fi
 	need_results=$RUN_FOLDER_MB
 	free_cache=$(df -Pm "$disks_dir" | awk 'NR == 2 {print $4}')
 	free_results=$(df -Pm "$RESULTS" | awk 'NR == 2 {print $4}')
@@ -292,12 +297,79 @@ write_guest_parameters() {
 make_scratch_disks() {
 	DISKS=$LAB_CACHE/disks/$(basename "$RUN").$$
 	mkdir -p "$DISKS"
-	truncate -s "${STICK_SIZE_MB}M" "$DISKS/stick.img"
-	truncate -s "${FAST_SIZE_MB}M" "$DISKS/fast.img"
+	if [ "$LAYOUT" = cached ]; then
+		# A copy, never the cached image: the run writes to its disks.
+		# --sparse=auto keeps the holes and only the holes of the saved
+		# image: blocks the layout wrote are blocks here too.
+		cp --sparse=auto "$LAYOUTS/$LAYOUT_KEY/stick.img" "$LAYOUTS/$LAYOUT_KEY/fast.img" "$DISKS/"
+		touch "$LAYOUTS/$LAYOUT_KEY"
+	else
+		truncate -s "${STICK_SIZE_MB}M" "$DISKS/stick.img"
+		truncate -s "${FAST_SIZE_MB}M" "$DISKS/fast.img"
+	fi
 	# The guest reads a private copy: bash reads scripts as it runs them,
 	# so an edit to scenarios/ during a run must not reach a running guest.
 	cp -a "$LAB_ROOT/scenarios" "$DISKS/lab"
 	[ -z "$KSELFTEST_DIR" ] || cp -a "$KSELFTEST_DIR" "$DISKS/lab/kselftest"
+}
+
+# Laid-out disks, kept per layout recipe: a dirty-neighbour run spends
+# about a minute writing its files on the stick and fast disk before it
+# measures anything, the same files every run of a recipe.  The first run
+# of a recipe lays them out and, with both filesystems unmounted, asks
+# the host to copy the two images ("disks: save layout"); later runs boot
+# on a copy and the guest only mounts them (prepare_disks in
+# guest-run.sh, memcg_lab.layout= on the kernel command line: cached,
+# save or fresh).  The recipe is everything the layout can depend on but
+# the arm: the scenario and its files, SET, the machine, the kernel build
+# (the guest's MemTotal sizes files) and the rootfs (its mkfs).  A guest
+# that finds a cached layout without its files lays them out anew.
+# MEMCG_LAB_LAYOUT_CACHE=off lays out every run.
+LAYOUTS=$LAB_CACHE/layouts
+LAYOUTS_KEPT=4
+
+layout_key() {
+	{
+		printf '%s\n' "$NAME" "${SET_ASSIGNMENTS[@]}"
+		echo "mem=$GUEST_MEM_MB cpus=$GUEST_CPUS stick=$STICK_SIZE_MB fast=$FAST_SIZE_MB"
+		echo "flavour=$KERNEL_FLAVOUR slowdown=$KERNEL_SLOWDOWN"
+		readelf -n "$KBUILD/vmlinux" | awk '/Build ID/ {print $3}'
+		basename "$IMAGE"
+		content_hash "$LAB_ROOT/scenarios"
+	} | sha256sum | cut -c1-16
+}
+
+choose_layout() {
+	LAYOUT_KEY=$(layout_key)
+	if [ "${MEMCG_LAB_LAYOUT_CACHE:-on}" = off ]; then
+		LAYOUT=fresh
+	elif [ -f "$LAYOUTS/$LAYOUT_KEY/stick.img" ] && [ -f "$LAYOUTS/$LAYOUT_KEY/fast.img" ]; then
+		LAYOUT=cached
+	else
+		LAYOUT=save
+	fi
+}
+
+# The guest asked for its laid-out disks to be kept; it waits for
+# layout.state.  Only the most recently used LAYOUTS_KEPT recipes stay:
+# each holds what its files took on the disks.
+answer_layout_request() {
+	[ "$LAYOUT" = save ] && [ ! -f "$RUN/layout.state" ] &&
+		grep -aq 'disks: save layout' "$RUN/console.log" || return 0
+	local dir=$LAYOUTS/$LAYOUT_KEY tmp state=saved
+	tmp=$dir.tmp.$$
+	mkdir -p "$tmp"
+	if cp --sparse=auto "$DISKS/stick.img" "$DISKS/fast.img" "$tmp/" &&
+		{ [ -d "$dir" ] || mv -T "$tmp" "$dir"; }; then
+		log "laid-out disks kept for the runs of this recipe: $dir ($(du -sh "$dir" | cut -f1))"
+	else
+		log "could not keep the laid-out disks in $dir"
+		state=failed
+	fi
+	rm -rf "$tmp"
+	echo "$state" >"$RUN/layout.state"
+	find "$LAYOUTS" -mindepth 1 -maxdepth 1 -type d ! -name '*.tmp.*' -printf '%T@ %p\n' |
+		sort -rn | tail -n +$((LAYOUTS_KEPT + 1)) | cut -d' ' -f2- | xargs -r rm -rf
 }
 
 # The trace events any run uses, enabled on the kernel command line
@@ -353,7 +425,7 @@ set_qemu_arguments() {
 	# What dump_silent_guest's NMI makes the kernel print; nokaslr keeps
 	# the kernel where System.map says, for its vCPU samples.
 	cmdline+=" unknown_nmi_panic panic_print=0x4b nokaslr"
-	cmdline+=" systemd.show_status=error $role memcg_lab.arm=$ARM"
+	cmdline+=" systemd.show_status=error $role memcg_lab.arm=$ARM memcg_lab.layout=${LAYOUT:-fresh}"
 	# TCG: the TSC's frequency from the host, and no warp check between
 	# vCPUs (they read one host TSC; the check, run under TCG's
 	# scheduling, called it unsynchronised and fell back to jiffies).
@@ -506,6 +578,7 @@ watch_guest() {
 				sed 's/^/  guest| /' >&2 || true
 			shown=$(grep -ac 'memcg-lab' "$RUN/console.log" || true)
 			answer_throttle_requests
+			answer_layout_request
 		fi
 		reset_first_boot_for_test "$((now - start))"
 		if [ $((now - start)) -ge "$TIMEOUT_S" ]; then
@@ -670,10 +743,14 @@ main() {
 	choose_accelerator
 	TSC_KHZ=$(host_tsc_khz)
 	[ -n "$TSC_KHZ" ] || log "the host's TSC frequency is unknown: under TCG the guest's clocks may fall back to jiffies (1 ms)"
+	LAYOUT=fresh LAYOUT_KEY=
+	[ "$MODE" = shell ] || choose_layout
 	check_free_space
 	claim_run_folder
 	log "run folder: $RUN"
 	record_host_provenance
+	echo "layout=$LAYOUT $LAYOUT_KEY" >>"$RUN/provenance.txt"
+	[ "$LAYOUT" != cached ] || log "disks: the cached layout $LAYOUT_KEY"
 	make_scratch_disks
 	trap 'rm -rf "$DISKS"' EXIT
 	if [ $MODE = shell ]; then

@@ -56,6 +56,21 @@ log "boot test: the smoke scenario on the lab kernel in QEMU"
 MEMCG_LAB_RESULTS=$BOOT_RESULTS lab/run-scenario.sh smoke vanilla
 LAB_SMOKE_RUN=$(newest_run smoke vanilla) /usr/bin/python3 -m pytest -q tests/boot/test_smoke_run.py
 
+# A recipe of its own (LAYOUT_TEST_RUN), so its first run lays out, and
+# its kept disks are removed after.
+log "boot test: a second run of a layout recipe boots on the first's laid-out disks"
+LAYOUT_RESULTS=$BOOT_RESULTS/layout.$$
+for _ in 1 2; do
+	MEMCG_LAB_RESULTS=$LAYOUT_RESULTS SET="GUEST_MEM_MB=512 NEIGHBOUR_S=10 LAYOUT_TEST_RUN=$$" \
+		lab/run-scenario.sh dirty-neighbour activate || true
+done
+mapfile -t layout_runs < <(ls -d "$LAYOUT_RESULTS"/dirty-neighbour/*-activate*)
+[ ${#layout_runs[@]} -eq 2 ] || die "the layout boot test made ${#layout_runs[@]} run folders, not 2"
+LAB_LAYOUT_FIRST_RUN=${layout_runs[0]} LAB_LAYOUT_SECOND_RUN=${layout_runs[1]} \
+	/usr/bin/python3 -m pytest -q tests/boot/test_layout_cache_run.py
+layout_key=$(sed -n 's/^layout=[a-z]* //p' "${layout_runs[0]}/provenance.txt")
+[ -z "$layout_key" ] || rm -rf "$LAB_CACHE/layouts/$layout_key"
+
 log "boot test: make shell boots to a shell that runs what is typed"
 LAB_SHELL_TEST=1 /usr/bin/python3 -m pytest -q tests/boot/test_shell.py
 

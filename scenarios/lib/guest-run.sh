@@ -544,19 +544,78 @@ lay_out_file() {
 # would make fio extend it, and fat_cont_expand() zero-fills the whole
 # size inside one write, behind the throttle, where only SIGKILL reaches
 # fio.  Dirtiers then overwrite (no block allocation on the slow disk).
+#
+# The host keeps the laid-out disks of a layout recipe and boots later
+# runs of it on a copy (run-scenario.sh, layout_key): memcg_lab.layout=
+# on the kernel command line says "cached" (mount them: nothing to lay
+# out), "save" (lay out, then let the host copy them) or "fresh".
 prepare_disks() {
-	local nr_dirty_files=${1:-1} i
-	prepare_stick
-	prepare_fast
-	say "laying out the neighbour's ${READ_FILE_MB}M read file"
-	lay_out_file /mnt/fast/read.dat "$READ_FILE_MB"
-	for i in $(seq "$nr_dirty_files"); do
-		say "laying out dirty file $i of $nr_dirty_files (${DIRTY_FILE_MB}M) on the unthrottled stick"
-		lay_out_file "/mnt/stick/dirty-$i.dat" "$DIRTY_FILE_MB"
-	done
+	local nr_dirty_files=${1:-1} i layout
+	layout=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^memcg_lab\.layout=//p' | tail -n 1)
+	if [ "$layout" = cached ] && mount_laid_out_disks "$nr_dirty_files"; then
+		say "the disks hold this recipe's laid-out files (the host's copy): nothing to lay out"
+	else
+		[ "$layout" != cached ] ||
+			say "the host's laid-out disks do not hold this run's files: laying them out"
+		prepare_stick
+		prepare_fast
+		say "laying out the neighbour's ${READ_FILE_MB}M read file"
+		lay_out_file /mnt/fast/read.dat "$READ_FILE_MB"
+		for i in $(seq "$nr_dirty_files"); do
+			say "laying out dirty file $i of $nr_dirty_files (${DIRTY_FILE_MB}M) on the unthrottled stick"
+			lay_out_file "/mnt/stick/dirty-$i.dat" "$DIRTY_FILE_MB"
+		done
+		[ "$layout" != save ] || save_laid_out_disks
+	fi
 	apply_sysctls
 	drop_caches
 	stick_throttle on
+}
+
+# Mounts the disks the host laid out for this recipe, if they hold
+# exactly the files prepare_disks would write; else leaves them
+# unmounted and fails.
+mount_laid_out_disks() {
+	local nr_dirty_files=$1 i
+	STICK_DEV=$(disk_by_serial lab-stick)
+	FAST_DEV=$(disk_by_serial lab-fast)
+	mkdir -p /mnt/stick /mnt/fast
+	mount -t "${STICK_FS:-vfat}" "$STICK_DEV" /mnt/stick 2>/dev/null || return 1
+	if mount -t ext4 "$FAST_DEV" /mnt/fast 2>/dev/null; then
+		local want=("/mnt/fast/read.dat $((READ_FILE_MB << 20))") got=() f
+		for i in $(seq "$nr_dirty_files"); do
+			want+=("/mnt/stick/dirty-$i.dat $((DIRTY_FILE_MB << 20))")
+		done
+		for f in /mnt/fast/*.dat /mnt/stick/*.dat; do
+			[ ! -e "$f" ] || got+=("$f $(stat -c %s "$f")")
+		done
+		if [ "$(printf '%s\n' "${want[@]}" | sort)" = "$(printf '%s\n' "${got[@]}" | sort)" ]; then
+			tune_queue "$STICK_DEV"
+			return 0
+		fi
+		umount /mnt/fast
+	fi
+	umount /mnt/stick
+	return 1
+}
+
+# Lets the host copy the laid-out disks for later runs of this recipe:
+# with both filesystems unmounted nothing is cached in the guest or in
+# flight.  The host answers in layout.state (saved or failed).
+save_laid_out_disks() {
+	local i state
+	sync
+	umount /mnt/stick /mnt/fast
+	say "disks: save layout"
+	for i in $(seq 1200); do
+		state=$(cat "$OUT/layout.state" 2>/dev/null || true)
+		[ -z "$state" ] || break
+		sleep 0.1
+	done
+	[ -n "$state" ] || die "the host did not answer the layout request in 120 s"
+	[ "$state" = saved ] || say "the host could not keep the laid-out disks ($state)"
+	mount -t "${STICK_FS:-vfat}" "$STICK_DEV" /mnt/stick
+	mount -t ext4 "$FAST_DEV" /mnt/fast
 }
 
 # Sum of a memory.stat key over cgroups, in MiB.

@@ -22,6 +22,7 @@ BUILDS = [
     "cache/kselftest/lru-immediate-5466bdcbee2c-3bb8e00001f13a4f-a3c6f464/test_lru_immediate",
     "cache/check-series/kbuild-y/vmlinux", "cache/check-series/n-vs-vanilla.txt",
     "cache/.unpack.4242/linux-source-6.1/Makefile",
+    "cache/layouts/0123456789abcdef/stick.img", "cache/shell/smoke/20261207T000000Z-vanilla/console.log",
 ]
 # Removed by distclean only.
 SOURCE_AND_CCACHE = ["cache/linux-6.1/Makefile", "cache/ccache/0/a/x.o"]
@@ -83,7 +84,8 @@ def test_clean_removes_builds_and_images_and_keeps_results(tmp_path):
         assert exists(tmp_path, rel), rel
     # Each removal is printed with its size, folders as a whole.
     for top in ("repo/build/tools", "cache/kbuild-lab", "cache/kbuild-debug", "cache/kbuild-v2",
-                "cache/kselftest", "cache/check-series", "cache/.unpack.4242",
+                "cache/kselftest", "cache/check-series", "cache/.unpack.4242", "cache/layouts",
+                "cache/shell",
                 "cache/rootfs/rootfs-f76aa09f52dcc29d-fe4cd2a1733e543a.ext4",
                 os.path.dirname(stale)):
         assert f"removing {tmp_path / top} (" in p.stderr, top
