@@ -5,6 +5,14 @@ ARM ?= vanilla
 SET ?=
 DEBUG ?=
 RESULTS ?= results
+# The kernel axis (lab/lib.sh): KERNEL=<label> for scenario, shell and
+# matrix (KERNELS="a b": one matrix per kernel, in turn); LABEL with
+# KSRC=<tarball or tree> or KBUILD=<build folder> for make kernel.
+KERNEL ?=
+KERNELS ?=
+LABEL ?=
+KSRC ?=
+KBUILD ?=
 # Empty: lab/matrix.sh's verdict matrix, the one place its lists live.
 ARMS ?=
 RUNS ?=
@@ -19,6 +27,9 @@ MATRIX_RESULTS = $(if $(and $(DEBUG),$(filter file,$(origin RESULTS))),results-d
 # A value as one shell word: SET may hold quotes of its own
 # (SET='SYSCTLS="vm.a=1 vm.b=2"'), so it is single-quoted, its own '
 # written as '\''.
+# The kernels of a matrix, as shell words: KERNELS, else KERNEL, else ''
+# (the default kernel, or the debug one with DEBUG=1).
+MATRIX_KERNELS = $(if $(or $(KERNELS),$(KERNEL)),$(foreach k,$(or $(KERNELS),$(KERNEL)),'$(k)'),'')
 shell_quote = '$(subst ','\'',$(1))'
 
 .DEFAULT_GOAL := help
@@ -32,14 +43,14 @@ export MEMCG_LAB_T0
 help:
 	@echo "memcg-lab: LRU_IMMEDIATE experiments on Debian's 6.1 kernel in QEMU"
 	@echo
-	@echo "  make scenario NAME=<scenario> [ARM=vanilla|mglru|keep|activate|immediate] [SET=\"VAR=value ...\"] [DEBUG=1]"
+	@echo "  make scenario NAME=<scenario> [ARM=vanilla|mglru|keep|activate|immediate] [SET=\"VAR=value ...\"] [DEBUG=1] [KERNEL=<label>]"
 	@echo "                     set up what is missing, boot, run, summarise; a SET"
 	@echo "                     value with spaces is quoted: SET='SYSCTLS=\"vm.a=1 vm.b=2\" X=1'"
-	@echo "  make shell [NAME=<scenario>] [SET=...] [DEBUG=1]"
+	@echo "  make shell [NAME=<scenario>] [SET=...] [DEBUG=1] [KERNEL=<label>]"
 	@echo "                     boot the guest of a scenario (default smoke: its"
 	@echo "                     kernel, image, disks, shares) to a root shell on"
 	@echo "                     this terminal; 'exit' shuts it down"
-	@echo "  make matrix [SCENARIOS=\"a b\"] [ARMS=\"a b\"] [RUNS=n] [SET=...] [DEBUG=1]"
+	@echo "  make matrix [SCENARIOS=\"a b\"] [ARMS=\"a b\"] [RUNS=n] [SET=...] [DEBUG=1] [KERNELS=\"a b\"]"
 	@echo "                     every combination, shuffled, one boot each, resumable;"
 	@echo "                     prints the jobs and their expected time first; DEBUG=1:"
 	@echo "                     the debug kernel, into RESULTS=results-debug by default."
@@ -54,6 +65,11 @@ help:
 	@echo "  make test-unit     host-side tests only (no kernel build, no boot)"
 	@echo "  make deps          install missing Debian packages"
 	@echo "  make kernel [DEBUG=1]  build the lab kernel (cache: \$$MEMCG_LAB_CACHE)"
+	@echo "  make kernel LABEL=<name> [KSRC=<tarball|tree> | KBUILD=<build folder>]"
+	@echo "                     a kernel for KERNEL=<name>: pristine-6.1 (6.1 without"
+	@echo "                     the series), debian-6.12 (linux-source-6.12), or any"
+	@echo "                     tree built with the lab's fragment; fails naming each"
+	@echo "                     option the lab needs that it lacks"
 	@echo "  make check-series  apply + checkpatch --strict every patch, build after"
 	@echo "                     each patch, the final series with =y and =n, and the"
 	@echo "                     debug kernel (long: mmzone.h rebuilds most of the tree)"
@@ -69,7 +85,7 @@ deps:
 	lab/install-deps.sh
 
 kernel: deps
-	lab/build-kernel.sh $(if $(DEBUG),--debug)
+	lab/build-kernel.sh $(if $(LABEL),--label '$(LABEL)',$(if $(DEBUG),--debug)) $(if $(KSRC),--source '$(KSRC)') $(if $(KBUILD),--kbuild '$(KBUILD)')
 
 check-series: deps
 	lab/check-series.sh --full
@@ -81,16 +97,22 @@ tools:
 	$(MAKE) -C guest-rootfs/tools O=$(CURDIR)/build/tools
 
 scenario:
-	SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' lab/run-scenario.sh '$(NAME)' '$(ARM)'
+	SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' MEMCG_LAB_KERNEL='$(KERNEL)' lab/run-scenario.sh '$(NAME)' '$(ARM)'
 
 shell:
-	SET=$(call shell_quote,$(SET)) MEMCG_LAB_DEBUG='$(DEBUG)' lab/run-scenario.sh --shell '$(or $(NAME),smoke)'
+	SET=$(call shell_quote,$(SET)) MEMCG_LAB_DEBUG='$(DEBUG)' MEMCG_LAB_KERNEL='$(KERNEL)' lab/run-scenario.sh --shell '$(or $(NAME),smoke)'
 
+# One matrix per kernel, in turn (each its own ledger); every kernel's
+# matrix runs even when an earlier one had failed jobs.
 matrix:
-	SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(MATRIX_RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' lab/matrix.sh run '$(MATRIX_SCENARIOS)' '$(ARMS)' '$(RUNS)'
+	rc=0; for k in $(MATRIX_KERNELS); do \
+		SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(MATRIX_RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' MEMCG_LAB_KERNEL="$$k" lab/matrix.sh run '$(MATRIX_SCENARIOS)' '$(ARMS)' '$(RUNS)' || rc=1; \
+	done; exit $$rc
 
 matrix-jobs:
-	@SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(MATRIX_RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' lab/matrix.sh jobs '$(MATRIX_SCENARIOS)' '$(ARMS)' '$(RUNS)'
+	@for k in $(MATRIX_KERNELS); do \
+		SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(MATRIX_RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' MEMCG_LAB_KERNEL="$$k" lab/matrix.sh jobs '$(MATRIX_SCENARIOS)' '$(ARMS)' '$(RUNS)' || exit; \
+	done
 
 report: deps
 	/usr/bin/python3 analysis/report.py --baseline '$(or $(BASELINE),activate)' '$(RESULTS)'

@@ -1,32 +1,109 @@
 #!/usr/bin/env bash
-# Build the lab kernel: Debian's linux-source 6.1 + patches/series +
-# lab/kernel/*.config, out of tree, in the cache folder.  Prints the path
-# of the build folder (bzImage, .config, vmlinux) on stdout.
+# Build a kernel the lab boots, out of tree, in the cache folder, and
+# print the path of its build folder (bzImage, .config, vmlinux) on
+# stdout.  Each kernel has a label (lab/lib.sh: the kernel axis), and its
+# build folder is $LAB_CACHE/kbuild-<label>.
 #
-#   build-kernel.sh [--debug]
+#   build-kernel.sh                     label lab: Debian's linux-source 6.1
+#                                       + patches/series + lab/kernel/*.config
+#   build-kernel.sh --debug             label debug: lab + kernel/debug.config
+#   build-kernel.sh --label NAME [--source TARBALL|DIR]
+#                                       pristine-6.1, debian-6.12 (from their
+#                                       Debian packages, installed when
+#                                       missing), lab, debug; any other NAME
+#                                       needs --source: a kernel tarball or
+#                                       tree (a git checkout), built out of
+#                                       tree with the lab's fragment
+#   build-kernel.sh --label NAME --kbuild DIR
+#                                       register a finished build folder as
+#                                       NAME (checked, not built)
 #
-# The source tree is a git repository whose first commit is the pristine
-# tarball, so a series whose kernel part changed is applied onto a clean
-# tree, and a no-change rebuild, or a change to the selftest alone
-# (kernel_series_hash), touches nothing.
+# Every build gets lab/kernel/memcg-lab.config merged onto the tree's
+# x86_64_defconfig, ccache, and the check of the options the lab needs
+# (LAB_NEEDED_KERNEL_OPTIONS in lib.sh), which fails naming each missing
+# one.  The series' own builds (lab, debug) also fail on any fragment
+# line olddefconfig dropped; another tree's may lack symbols the
+# fragment names (CONFIG_LRU_IMMEDIATE), which are listed, not fatal.
+#
+# The series' source tree is a git repository whose first commit is the
+# pristine tarball, so a series whose kernel part changed is applied
+# onto a clean tree, and a no-change rebuild, or a change to the
+# selftest alone (kernel_series_hash), touches nothing.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 TARBALL=${MEMCG_LAB_KERNEL_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
-SRC=$LAB_CACHE/linux-6.1
-FLAVOUR=lab
-[ "${1:-}" = --debug ] && FLAVOUR=debug
-OUT=$LAB_CACHE/kbuild-$FLAVOUR
-FRAGMENTS=("$LAB_ROOT/lab/kernel/memcg-lab.config")
-[ "$FLAVOUR" = debug ] && FRAGMENTS+=("$LAB_ROOT/lab/kernel/debug.config")
-# The objects ("  CC" lines of build.log) this build folder's last full
-# build compiled: the total the next build's progress counts towards.
-OBJECTS_RECORD=$OUT/.memcg-lab-objects
+SERIES_SRC=$LAB_CACHE/linux-6.1
+
+# Sets LABEL, SOURCE (a tarball or tree for a label built without the
+# series, else empty), KBUILD_GIVEN, SRC, OUT, FRAGMENTS and
+# OBJECTS_RECORD from the arguments.
+parse_arguments() {
+	LABEL=$DEFAULT_KERNEL_LABEL SOURCE='' KBUILD_GIVEN=''
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--debug) LABEL=debug ;;
+		--label) [ $# -ge 2 ] || die_usage "--label needs a name"; LABEL=$2; shift ;;
+		--source) [ $# -ge 2 ] || die_usage "--source needs a tarball or a tree"; SOURCE=$2; shift ;;
+		--kbuild) [ $# -ge 2 ] || die_usage "--kbuild needs a build folder"; KBUILD_GIVEN=$2; shift ;;
+		*) die_usage "unknown argument '$1' (build-kernel.sh [--debug] | --label NAME [--source TARBALL|DIR | --kbuild DIR])" ;;
+		esac
+		shift
+	done
+	is_valid_kernel_label "$LABEL" ||
+		die_usage "kernel label '$LABEL': letters, digits, '.', '_' and '-', at most 40, starting with a letter or digit"
+	[ -z "$SOURCE" ] || [ -z "$KBUILD_GIVEN" ] || die_usage "--source and --kbuild exclude each other"
+	case $LABEL in
+	lab | debug)
+		[ -z "$SOURCE$KBUILD_GIVEN" ] ||
+			die_usage "label $LABEL is the patch series' build; give another label to a tree of your own"
+		;;
+	*)
+		if pristine_label_package "$LABEL" >/dev/null; then
+			[ -z "$SOURCE$KBUILD_GIVEN" ] ||
+				die_usage "label $LABEL is built from Debian's $(pristine_label_package "$LABEL"); give another label to a tree of your own"
+			SOURCE=$(pristine_label_tarball "$LABEL")
+		elif [ -z "$SOURCE$KBUILD_GIVEN" ]; then
+			die_usage "label $LABEL: the lab builds $SHIPPED_KERNEL_LABELS itself; another label needs --source TARBALL|DIR or --kbuild DIR (make kernel LABEL=$LABEL KSRC=... or KBUILD=...)"
+		fi
+		;;
+	esac
+	OUT=$LAB_CACHE/kbuild-$LABEL
+	if [ -n "$SOURCE" ] && [ -d "$SOURCE" ]; then
+		SRC=$(realpath "$SOURCE")
+	elif [ -n "$SOURCE" ]; then
+		SRC=$LAB_CACHE/src-$LABEL
+	else
+		SRC=$SERIES_SRC
+	fi
+	FRAGMENTS=("$LAB_ROOT/lab/kernel/memcg-lab.config")
+	[ "$LABEL" != debug ] || FRAGMENTS+=("$LAB_ROOT/lab/kernel/debug.config")
+	# The objects ("  CC" lines of build.log) this build folder's last full
+	# build compiled: the total the next build's progress counts towards.
+	OBJECTS_RECORD=$OUT/.memcg-lab-objects
+}
+
+# The tarball a pristine shipped label builds from.  pristine-6.1 is the
+# series' own tarball (MEMCG_LAB_KERNEL_TARBALL), without the series.
+pristine_label_tarball() {
+	if [ "$1" = pristine-6.1 ]; then
+		echo "$TARBALL"
+	else
+		echo "/usr/src/$(pristine_label_package "$1").tar.xz"
+	fi
+}
+
+# True for the labels built from the series' tree (lab, debug).
+builds_the_series() {
+	[ -z "$SOURCE" ]
+}
+
 # A full build of either flavour compiled 1476-1481 objects when
 # measured: the total a build folder with no record of its own shows.
 FULL_BUILD_OBJECTS_ESTIMATE=1480
 
 unpack_pristine_tree() {
+	local SRC=$SERIES_SRC
 	[ -d "$SRC/.git" ] && return 0
 	[ -f "$TARBALL" ] || die "$TARBALL not found (apt-get install linux-source-6.1)"
 	log "unpacking $TARBALL into $SRC (once)"
@@ -48,12 +125,12 @@ unpack_pristine_tree() {
 
 # True when the source tree holds the current series' kernel patches.
 tree_is_current() {
-	[ -d "$SRC/.git" ] &&
-		[ "$(kernel_series_hash)" = "$(cat "$SRC/.memcg-lab-series" 2>/dev/null || true)" ]
+	[ -d "$SERIES_SRC/.git" ] &&
+		[ "$(kernel_series_hash)" = "$(cat "$SERIES_SRC/.memcg-lab-series" 2>/dev/null || true)" ]
 }
 
 apply_series() {
-	local want have patches=()
+	local SRC=$SERIES_SRC want have patches=()
 	mapfile -t patches < <(series_patches)
 	want=$(kernel_series_hash)
 	have=$(cat "$SRC/.memcg-lab-series" 2>/dev/null || true)
@@ -73,12 +150,12 @@ apply_series() {
 	echo "$want" >"$SRC/.memcg-lab-series"
 }
 
-# Fails on any fragment line the kernel dropped: a broken or stale
-# fragment must not silently build a different kernel.  A symbol set by
-# several fragments is judged by the last one, as merge_config.sh merges
-# them (debug.config turns back on what memcg-lab.config trims).
-verify_config() {
-	local frag name line sym val got bad=0
+# Prints "SYMBOL WANTED GOT FRAGMENT" for each fragment line the .config
+# ($1) does not satisfy.  A symbol set by several fragments is judged by
+# the last one, as merge_config.sh merges them (debug.config turns back
+# on what memcg-lab.config trims).
+unsatisfied_fragment_lines() {
+	local config=$1 frag name line sym val got
 	local -A want_val=() want_frag=()
 	for frag in "${FRAGMENTS[@]}"; do
 		name=${frag##*/}
@@ -91,24 +168,69 @@ verify_config() {
 	done
 	for sym in "${!want_val[@]}"; do
 		val=${want_val[$sym]}
-		got=$(grep -E "^$sym=" "$OUT/.config" | cut -d= -f2- || true)
+		got=$(grep -E "^$sym=" "$config" | cut -d= -f2- || true)
 		if [ "$val" = n ]; then
 			[ -z "$got" ] && continue
 		else
 			[ "$got" = "$val" ] && continue
 		fi
-		log "config: ${want_frag[$sym]} wants $sym=$val, got ${got:-not set}"
-		bad=1
-	done
+		echo "$sym $val ${got:-unset} ${want_frag[$sym]}"
+	done | LC_ALL=C sort
+}
+
+# The symbols some Kconfig file of the source tree ($1) defines.
+kconfig_symbols() {
+	grep -rhoE --include='Kconfig*' '^[[:space:]]*(menu)?config[[:space:]]+[A-Za-z0-9_]+' "$1" |
+		awk '{print "CONFIG_" $2}' | LC_ALL=C sort -u
+}
+
+# The series' builds fail on any fragment line the kernel dropped: a
+# broken or stale fragment must not silently build a different kernel.
+# Another tree's build lists them instead: a symbol its Kconfig does not
+# have (the series' CONFIG_LRU_IMMEDIATE in a pristine tree, an option
+# renamed since 6.1) and one it has but could not set as asked (its
+# dependencies differ).  What the lab needs is checked either way.
+verify_config() {
+	local sym val got frag bad=0
+	local -A in_tree=()
+	if ! builds_the_series; then
+		while IFS= read -r sym; do in_tree[$sym]=1; done < <(kconfig_symbols "$SRC")
+	fi
+	while read -r sym val got frag; do
+		if builds_the_series; then
+			log "config: $frag wants $sym=$val, got ${got/unset/not set}"
+			bad=1
+		elif [ -n "${in_tree[$sym]:-}" ]; then
+			log "config note: $frag wants $sym=$val, this tree's Kconfig gave ${got/unset/not set}"
+		else
+			log "config note: $frag sets $sym, which this tree does not have"
+		fi
+	done < <(unsatisfied_fragment_lines "$OUT/.config")
 	[ $bad -eq 0 ] || die "kernel config fragment not satisfied (see above)"
+	check_needed_options "$OUT/.config" "kernel $LABEL ($OUT/.config)"
+}
+
+# What the build's tree is, for its configuration key and identity
+# string: the series' kernel hash, a tarball's path, size and time, a
+# git tree's commit (dirty or not), or another tree's path.
+source_identity() {
+	if builds_the_series; then
+		cat "$SRC/.memcg-lab-series"
+	elif [ -f "$SRC/.memcg-lab-source" ]; then
+		cat "$SRC/.memcg-lab-source"
+	elif git -C "$SRC" rev-parse --verify -q HEAD >/dev/null 2>&1; then
+		echo "git:$(git -C "$SRC" rev-parse --short=12 HEAD)$(git -C "$SRC" diff --quiet HEAD 2>/dev/null || echo -dirty)"
+	else
+		echo "tree:$SRC"
+	fi
 }
 
 configure_kernel() {
 	local want have
-	want=$(content_hash "${FRAGMENTS[@]}")-$(cat "$SRC/.memcg-lab-series")
+	want=$(content_hash "${FRAGMENTS[@]}")-$(source_identity)
 	have=$(cat "$OUT/.memcg-lab-config" 2>/dev/null || true)
 	[ "$want" = "$have" ] && [ -f "$OUT/.config" ] && return 0
-	log "configuring: x86_64_defconfig + ${FRAGMENTS[*]##*/}"
+	log "configuring $LABEL from $SRC: x86_64_defconfig + ${FRAGMENTS[*]##*/}"
 	mkdir -p "$OUT"
 	run_logged "$OUT/config.log" make -C "$SRC" O="$OUT" x86_64_defconfig
 	run_logged "$OUT/config.log" "$SRC/scripts/kconfig/merge_config.sh" \
@@ -126,7 +248,11 @@ build_bzimage() {
 	log "building bzImage in $OUT (-j$jobs; a full build: ~$total objects, $total_from; log: $OUT/build.log)"
 	# Fixed identity strings keep ccache hits and build ids reproducible.
 	export KBUILD_BUILD_USER=memcg-lab KBUILD_BUILD_HOST=lab
-	KBUILD_BUILD_TIMESTAMP="pristine+$(cat "$SRC/.memcg-lab-series")"
+	if builds_the_series; then
+		KBUILD_BUILD_TIMESTAMP="pristine+$(source_identity)"
+	else
+		KBUILD_BUILD_TIMESTAMP="$LABEL+$(source_identity)"
+	fi
 	export KBUILD_BUILD_TIMESTAMP
 	setup_kernel_cc
 	: >"$OUT/build.log"
@@ -195,29 +321,91 @@ show_build_progress() {
 	done
 }
 
-# Both flavours build from one source tree: it changes only under the
-# exclusive tree lock, builds read it under the shared one, and each
+# Both series labels build from one source tree: it changes only under
+# the exclusive tree lock, builds read it under the shared one, and each
 # build folder has its own lock, so the lab and the debug kernel build
-# side by side and a scenario never waits for the other flavour's build.
+# side by side and a scenario never waits for the other label's build.
 lock_tree_and_build_folder() {
-	exec 9>"$LAB_CACHE/.kernel.lock"
-	flock -s 9
-	if ! tree_is_current; then
-		flock -u 9
-		flock 9
-		unpack_pristine_tree
-		apply_series
+	if builds_the_series; then
+		exec 9>"$LAB_CACHE/.kernel.lock"
 		flock -s 9
+		if ! tree_is_current; then
+			flock -u 9
+			flock 9
+			unpack_pristine_tree
+			apply_series
+			flock -s 9
+		fi
+	elif [ ! -d "$SOURCE" ]; then
+		exec 9>"$LAB_CACHE/.kernel-src-$LABEL.lock"
+		flock 9
+		unpack_label_tarball
 	fi
-	exec 8>"$LAB_CACHE/.kernel-$FLAVOUR.lock"
+	exec 8>"$LAB_CACHE/.kernel-$LABEL.lock"
 	flock 8
 }
 
+# A tarball's identity: when it changes (an apt upgrade of the package),
+# the label's tree is unpacked again.
+tarball_identity() {
+	echo "tarball:$(realpath "$1") $(stat -c '%s %Y' "$1")"
+}
+
+# The tarball of a label built without the series, unpacked into
+# $LAB_CACHE/src-<label> (once per tarball identity).  A shipped label's
+# missing Debian package is installed first (install-deps.sh: as root,
+# else it names the apt-get command).
+unpack_label_tarball() {
+	local package top tmp
+	if [ ! -f "$SOURCE" ] && package=$(pristine_label_package "$LABEL"); then
+		log "kernel $LABEL needs Debian's $package ($SOURCE is missing)"
+		"$LAB_ROOT/lab/install-deps.sh" "$package"
+	fi
+	[ -f "$SOURCE" ] || die "kernel $LABEL: $SOURCE is neither a kernel tarball nor a tree"
+	[ "$(cat "$SRC/.memcg-lab-source" 2>/dev/null || true)" = "$(tarball_identity "$SOURCE")" ] &&
+		return 0
+	log "unpacking $SOURCE into $SRC"
+	tmp=$LAB_CACHE/.unpack.$$
+	rm -rf "$tmp" "$SRC"
+	mkdir -p "$tmp"
+	tar -C "$tmp" -xf "$SOURCE"
+	top=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+	[ -n "$top" ] && [ -f "$top/Makefile" ] || { rm -rf "$tmp"; die "$SOURCE did not unpack to a kernel tree"; }
+	tarball_identity "$SOURCE" >"$top/.memcg-lab-source"
+	mv "$top" "$SRC"
+	rm -rf "$tmp"
+}
+
+# --kbuild: a build folder made elsewhere becomes a label, as a link
+# $LAB_CACHE/kbuild-<label>; it is checked as run-scenario.sh boots it,
+# and for the options the lab needs, never built.
+register_build_folder() {
+	local dir f
+	dir=$(realpath -e "$KBUILD_GIVEN" 2>/dev/null) || die "--kbuild $KBUILD_GIVEN: no such folder"
+	for f in arch/x86/boot/bzImage .config vmlinux System.map include/config/kernel.release; do
+		[ -f "$dir/$f" ] || die "--kbuild $dir has no $f"
+	done
+	check_needed_options "$dir/.config" "kernel $LABEL ($dir/.config)"
+	if [ -e "$OUT" ] && [ ! -L "$OUT" ]; then
+		die "$OUT is a build folder of the lab's own: give $dir another label"
+	fi
+	ln -sfn "$dir" "$OUT"
+	log "kernel $LABEL: $OUT -> $dir"
+}
+
+# At the top level, so that tests which source this file without its
+# last line get the folders of the label they pass.
+parse_arguments "$@"
+
 main() {
 	mkdir -p "$LAB_CACHE"
-	lock_tree_and_build_folder
-	configure_kernel
-	build_bzimage
+	if [ -n "$KBUILD_GIVEN" ]; then
+		register_build_folder
+	else
+		lock_tree_and_build_folder
+		configure_kernel
+		build_bzimage
+	fi
 	echo "$OUT"
 }
 

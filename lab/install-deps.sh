@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the lab needs on the host, saying which.
-#   install-deps.sh [--check]   (--check: list what is missing, exit 1)
+#   install-deps.sh [--check] [PACKAGE...]
+#     --check: list what is missing, exit 1
+#     PACKAGE: also these, for a step that needs them (build-kernel.sh
+#     asks for linux-source-6.12 when kernel debian-6.12 is asked for)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -14,6 +17,13 @@ PACKAGES=(
 	jupyter-nbconvert python3-nbconvert python3-nbformat python3-ipykernel
 )
 
+CHECK_ONLY=
+if [ "${1:-}" = --check ]; then
+	CHECK_ONLY=1
+	shift
+fi
+PACKAGES+=("$@")
+
 missing_packages() {
 	local p
 	for p in "${PACKAGES[@]}"; do
@@ -24,7 +34,7 @@ missing_packages() {
 
 mapfile -t missing < <(missing_packages)
 [ ${#missing[@]} -eq 0 ] && exit 0
-if [ "${1:-}" = --check ]; then
+if [ -n "$CHECK_ONLY" ]; then
 	printf '%s\n' "${missing[@]}"
 	exit 1
 fi

@@ -23,6 +23,8 @@
 #   env MATRIX_SEED=n          shuffle seed (default 1)
 #   env SET="VAR=value ..."    passed to every run (quoting: run-scenario.sh)
 #   env MEMCG_LAB_DEBUG=1      every run on the debug kernel
+#   env MEMCG_LAB_KERNEL=label every run on that kernel (lab/lib.sh), with
+#                              its own ledger dir/matrix-ledger-<label>.csv
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -38,13 +40,15 @@ VERDICT_ARMS="activate keep immediate mglru"
 VERDICT_RUNS=5
 
 RESULTS=$(realpath -m "${MEMCG_LAB_RESULTS:-$LAB_ROOT/results}")
-# Each kernel flavour has its own ledger: a job done on the lab kernel
-# is not done for a debug matrix, nor the reverse.
+# Each kernel has its own ledger: a job done on the lab kernel is not
+# done for a debug or pristine-6.1 matrix, nor the reverse.  The flavour
+# (lab or debug) picks earlier runs for the time estimate.
 FLAVOUR=$(wanted_kernel_flavour)
-if [ "$FLAVOUR" = lab ]; then
+KERNEL_LABEL=$(wanted_kernel_label)
+if [ "$KERNEL_LABEL" = "$DEFAULT_KERNEL_LABEL" ]; then
 	LEDGER=$RESULTS/matrix-ledger.csv
 else
-	LEDGER=$RESULTS/matrix-ledger-$FLAVOUR.csv
+	LEDGER=$RESULTS/matrix-ledger-$KERNEL_LABEL.csv
 fi
 SEED=${MATRIX_SEED:-1}
 [[ $SEED =~ ^[0-9]+$ ]] || die_usage "MATRIX_SEED must be a number, got '$SEED'"
@@ -144,8 +148,8 @@ ledger_trouble_counts() {
 print_jobs() {
 	local s a r
 	job_list "$@" | while read -r s a r; do
-		printf 'MEMCG_LAB_RESULTS=%q MATRIX_SEED=%q MEMCG_LAB_DEBUG=%q SET=%q %q one %q %q %q\n' \
-			"$RESULTS" "$SEED" "${MEMCG_LAB_DEBUG:-}" "${SET:-}" "$LAB_ROOT/lab/matrix.sh" "$s" "$a" "$r"
+		printf 'MEMCG_LAB_RESULTS=%q MATRIX_SEED=%q MEMCG_LAB_DEBUG=%q MEMCG_LAB_KERNEL=%q SET=%q %q one %q %q %q\n' \
+			"$RESULTS" "$SEED" "${MEMCG_LAB_DEBUG:-}" "${MEMCG_LAB_KERNEL:-}" "${SET:-}" "$LAB_ROOT/lab/matrix.sh" "$s" "$a" "$r"
 	done
 }
 
@@ -226,7 +230,7 @@ print_estimate() {
 		pending[$s]=$((${pending[$s]:-0} + 1))
 		arm_of[$s]=$a
 	done
-	log "matrix on the $FLAVOUR kernel: $total jobs, $((total - done)) to run, $done done before (ledger: $LEDGER)"
+	log "matrix on the $FLAVOUR kernel${MEMCG_LAB_KERNEL:+ $KERNEL_LABEL}: $total jobs, $((total - done)) to run, $done done before (ledger: $LEDGER)"
 	for s in "${order[@]}"; do
 		read -r per n < <(earlier_run_seconds "$s"; echo)
 		if [ -n "$per" ]; then

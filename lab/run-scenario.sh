@@ -15,8 +15,15 @@
 #   env MEMCG_LAB_RESULTS=dir         results root (default: ./results)
 #   env MEMCG_LAB_ACCEL=tcg|kvm       skip the KVM probe; QEMU's -accel options
 #                                     may follow (tcg,thread=single)
-#   env MEMCG_LAB_DEBUG=1             boot the debug kernel (DEBUG_VM, lockdep, ...)
-#   env MEMCG_LAB_KBUILD=dir          boot the kernel build in dir, build nothing
+#   env MEMCG_LAB_KERNEL=label        the kernel, by label (lab/lib.sh): lab
+#                                     (default), debug, pristine-6.1, debian-6.12
+#                                     (built when missing), or one registered by
+#                                     make kernel LABEL=... KSRC=|KBUILD=...
+#   env MEMCG_LAB_DEBUG=1             boot the debug kernel (DEBUG_VM, lockdep, ...),
+#                                     the same as MEMCG_LAB_KERNEL=debug
+#   env MEMCG_LAB_KBUILD=dir          boot the kernel build in dir, build nothing;
+#                                     its label: MEMCG_LAB_KERNEL, else the
+#                                     folder's name less kbuild-
 #   env MEMCG_LAB_TEST_RESET_S=N      tests: reset the first boot N s in, through
 #                                     QMP (the boot-reset retry's test)
 set -euo pipefail
@@ -52,6 +59,7 @@ check_arguments() {
 	case " $ARMS " in *" $ARM "*) ;; *)
 		die_usage "unknown arm '$ARM'; arms: $ARMS" ;;
 	esac
+	check_kernel_label
 	split_set_assignments
 	local kv
 	for kv in "${SET_ASSIGNMENTS[@]}"; do
@@ -66,6 +74,90 @@ check_arguments() {
 		[[ $kv != GUEST_CPUS=* || ${kv#*=} =~ ^[1-9][0-9]?$ ]] ||
 			die_usage "GUEST_CPUS must be an integer from 1 to 99, got '${kv#*=}'"
 	done
+}
+
+# Sets KERNEL_LABEL, the run's kernel, and refuses one the lab neither
+# builds nor has registered, listing those it knows.
+check_kernel_label() {
+	KERNEL_LABEL=$(wanted_kernel_label)
+	is_valid_kernel_label "$KERNEL_LABEL" ||
+		die_usage "kernel label '$KERNEL_LABEL': letters, digits, '.', '_' and '-', at most 40"
+	if [ -n "${MEMCG_LAB_DEBUG:-}" ] && [ "$KERNEL_LABEL" != debug ] && [ -z "${MEMCG_LAB_KBUILD:-}" ]; then
+		die_usage "DEBUG=1 is the kernel debug; it cannot also be kernel $KERNEL_LABEL"
+	fi
+	[ -z "${MEMCG_LAB_KBUILD:-}" ] || return 0
+	is_shipped_kernel_label "$KERNEL_LABEL" && return 0
+	[ -f "$LAB_CACHE/kbuild-$KERNEL_LABEL/arch/x86/boot/bzImage" ] && return 0
+	die_usage "unknown kernel '$KERNEL_LABEL'; kernels: $(known_kernel_labels) (another: make kernel LABEL=$KERNEL_LABEL KSRC=<tarball or tree> or KBUILD=<build folder>)"
+}
+
+# A kernel build folder the lab did not build itself must hold what a
+# run boots and records, and every option the lab needs.
+check_build_folder() {
+	local f
+	for f in arch/x86/boot/bzImage .config vmlinux System.map include/config/kernel.release; do
+		[ -f "$KBUILD/$f" ] || die "kernel $KERNEL_LABEL: $KBUILD has no $f"
+	done
+	check_needed_options "$KBUILD/.config" "kernel $KERNEL_LABEL ($KBUILD/.config)"
+}
+
+# Sets KBUILD, the build folder of the run's kernel: MEMCG_LAB_KBUILD as
+# given, the series' builds and the pristine labels built (or found up
+# to date) by build-kernel.sh, a registered label's folder as it is.
+choose_kernel_build() {
+	if [ -n "${MEMCG_LAB_KBUILD:-}" ]; then
+		# A kernel built elsewhere (a bisection step, a saved baseline).
+		KBUILD=$(realpath "$MEMCG_LAB_KBUILD")
+		check_build_folder
+		log "kernel $KERNEL_LABEL: $KBUILD (MEMCG_LAB_KBUILD, not rebuilt)"
+		return
+	fi
+	case $KERNEL_LABEL in
+	lab) KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" | tail -n 1) ;;
+	debug)
+		# The debug flavour (lab/kernel/debug.config); its page poisoning
+		# is off unless asked for on the command line.
+		KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" --debug | tail -n 1)
+		KERNEL_CMDLINE_EXTRA="debug_pagealloc=on ${KERNEL_CMDLINE_EXTRA:-}"
+		;;
+	*)
+		if is_shipped_kernel_label "$KERNEL_LABEL"; then
+			KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" --label "$KERNEL_LABEL" | tail -n 1)
+		else
+			KBUILD=$LAB_CACHE/kbuild-$KERNEL_LABEL
+			check_build_folder
+			log "kernel $KERNEL_LABEL: $KBUILD (as make kernel LABEL=$KERNEL_LABEL built or registered it)"
+		fi
+		;;
+	esac
+}
+
+# provenance.txt's patch_series: the series' kernel hash for its own
+# builds, none for a pristine label, else the folder booted.
+patch_series_of_kernel() {
+	case $KERNEL_LABEL in
+	lab | debug)
+		if [ -z "${MEMCG_LAB_KBUILD:-}" ]; then
+			cat "$LAB_CACHE/linux-6.1/.memcg-lab-series"
+			return
+		fi
+		;;
+	*) if [ -z "${MEMCG_LAB_KBUILD:-}" ] && pristine_label_package "$KERNEL_LABEL" >/dev/null; then
+		echo none
+		return
+	fi ;;
+	esac
+	echo "external:$KBUILD"
+}
+
+# The Debian package the kernel's source came from, and its version.
+linux_source_of_kernel() {
+	local package=linux-source-6.1
+	case $KERNEL_LABEL in
+	lab | debug) ;;
+	*) package=$(pristine_label_package "$KERNEL_LABEL") || { echo "not a Debian package"; return; } ;;
+	esac
+	dpkg-query -W -f='${Package} ${Version}' "$package" 2>/dev/null || echo unknown
 }
 
 # SET's words, split as the shell splits words (blanks outside quotes
@@ -198,7 +290,9 @@ check_free_space() {
 claim_run_folder() {
 	local base n=1 parent=$RESULTS/$NAME
 	[ "$MODE" != shell ] || parent=$LAB_CACHE/shell/$NAME
-	base=$parent/$(date -u +%Y%m%dT%H%M%SZ)-$ARM
+	# The kernel's label in the name: runs of two kernels never collide,
+	# and the analysis reads the cell from it (analysis/memcg_lab/load.py).
+	base=$parent/$(date -u +%Y%m%dT%H%M%SZ)-$KERNEL_LABEL-$ARM
 	mkdir -p "$parent"
 	RUN=$base
 	until mkdir "$RUN" 2>/dev/null; do
@@ -256,11 +350,8 @@ record_host_provenance() {
 	{
 		echo "git_revision=$(git -C "$LAB_ROOT" rev-parse HEAD 2>/dev/null || echo none)"
 		echo "git_dirty=$([ -z "$(git -C "$LAB_ROOT" status --porcelain 2>/dev/null)" ] && echo no || echo yes)"
-		if [ -n "${MEMCG_LAB_KBUILD:-}" ]; then
-			echo "patch_series=external:$KBUILD"
-		else
-			echo "patch_series=$(cat "$LAB_CACHE/linux-6.1/.memcg-lab-series")"
-		fi
+		echo "patch_series=$(patch_series_of_kernel)"
+		echo "kernel_label=$KERNEL_LABEL"
 		echo "rootfs_image=$(basename "$IMAGE")"
 		echo "qemu=$(qemu-system-x86_64 --version | head -n 1)"
 		echo "accel=$ACCEL"
@@ -270,7 +361,7 @@ record_host_provenance() {
 		host_state start
 		echo "host_name=$(hostname)"
 		echo "host_cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
-		echo "linux_source=$(dpkg-query -W -f='${Package} ${Version}' linux-source-6.1 2>/dev/null || echo unknown)"
+		echo "linux_source=$(linux_source_of_kernel)"
 		echo "scenario=$NAME"
 		echo "arm=$ARM"
 		echo "set=${SET:-}"
@@ -286,8 +377,8 @@ record_host_provenance() {
 # that a value with spaces (SYSCTLS="vm.a=1 vm.b=2") is one assignment
 # there too.
 write_guest_parameters() {
-	printf 'KERNEL_FLAVOUR=%s\nKERNEL_SLOWDOWN=%s\nGUEST_CPUS=%s\n' \
-		"$KERNEL_FLAVOUR" "$KERNEL_SLOWDOWN" "$GUEST_CPUS" >"$RUN/params.env"
+	printf 'KERNEL_LABEL=%s\nKERNEL_FLAVOUR=%s\nKERNEL_SLOWDOWN=%s\nGUEST_CPUS=%s\n' \
+		"$KERNEL_LABEL" "$KERNEL_FLAVOUR" "$KERNEL_SLOWDOWN" "$GUEST_CPUS" >"$RUN/params.env"
 	local kv
 	for kv in "${SET_ASSIGNMENTS[@]}"; do
 		printf '%s=%q\n' "${kv%%=*}" "${kv#*=}" >>"$RUN/params.env"
@@ -714,22 +805,7 @@ main() {
 	fi
 	"$LAB_ROOT/lab/install-deps.sh"
 	load_host_parameters
-	if [ -n "${MEMCG_LAB_KBUILD:-}" ]; then
-		# A kernel built elsewhere (a bisection step, a saved baseline).
-		KBUILD=$(realpath "$MEMCG_LAB_KBUILD")
-		local f
-		for f in arch/x86/boot/bzImage .config vmlinux System.map include/config/kernel.release; do
-			[ -f "$KBUILD/$f" ] || die "MEMCG_LAB_KBUILD=$KBUILD has no $f"
-		done
-		log "kernel: $KBUILD (MEMCG_LAB_KBUILD, not rebuilt)"
-	elif [ -n "${MEMCG_LAB_DEBUG:-}" ]; then
-		# The debug flavour (lab/kernel/debug.config); its page poisoning
-		# is off unless asked for on the command line.
-		KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" --debug | tail -n 1)
-		KERNEL_CMDLINE_EXTRA="debug_pagealloc=on ${KERNEL_CMDLINE_EXTRA:-}"
-	else
-		KBUILD=$("$LAB_ROOT/lab/build-kernel.sh" | tail -n 1)
-	fi
+	choose_kernel_build
 	check_arm_runs_on_kernel
 	IMAGE=$("$LAB_ROOT/guest-rootfs/build-rootfs.sh" | tail -n 1)
 	# The kernel's own selftests, for a scenario that runs them.
