@@ -3,8 +3,16 @@
 Dataset.runs has one row per run folder found, with valid=False and the
 reason for those excluded; the other tables hold valid runs only, keyed
 by scenario, arm and run (the folder name).
+
+The compared unit is the cell (kernel label, arm).  When every run found
+is of one kernel, a cell is named by its arm alone, and reports look as
+they did before the kernel axis; with runs of several kernels the "arm"
+column of every table holds "<kernel>:<arm>" (cell_name), so each table
+has a column per (kernel, arm), as mmtests' compare-kernels has one per
+kernel.  Dataset.runs also says each run's kernel.
 """
 import os
+import re
 
 import pandas as pd
 
@@ -42,12 +50,15 @@ class Dataset:
         groups = {}
         for i, r in enumerate(found):
             if problems[i] is None:
-                groups.setdefault((r.scenario, r.arm), {})[i] = r
+                groups.setdefault((r.scenario, r.kernel, r.arm), {})[i] = r
+        # Runs of another kernel are another cell, never a mixed arm.
         for group in groups.values():
             problems.update(validate.arm_problems(group))
+        self.kernels = sorted({r.kernel for r in found}, key=kernel_order)
         for i, r in enumerate(found):
             s = summaries.get(i)
-            row = {"scenario": r.scenario, "arm": r.arm, "run": self.run_id(r),
+            row = {"scenario": r.scenario, "arm": self.cell(r), "run": self.run_id(r),
+                   "kernel": r.kernel,
                    "path": r.path, "valid": problems[i] is None, "reason": problems[i] or "",
                    "kernel_build_id": r.build_id or "", "git_revision": r.provenance.get("git_revision", ""),
                    "accel": r.provenance.get("accel", ""),
@@ -71,7 +82,7 @@ class Dataset:
                     row.update(valid=False, reason=f"unreadable: {e}")
                     rows.append(row)
                     continue
-                key = {"scenario": r.scenario, "arm": r.arm, "run": row["run"]}
+                key = {"scenario": r.scenario, "arm": row["arm"], "run": row["run"]}
                 values = metrics.run_metrics(s, fio, probe)
                 values.update(metrics.window_metrics(r.series, probe))
                 r.forget_samples()
@@ -95,6 +106,10 @@ class Dataset:
         for scenario in self.scenarios():
             valid = [self.loaded[r] for r in self.valid_runs(scenario)["run"]]
             self.notes[scenario] = validate.scenario_notes(valid)
+
+    def cell(self, r):
+        """The name of run r's (kernel, arm) cell in every table."""
+        return cell_name(r.kernel, r.arm) if len(self.kernels) > 1 else r.arm
 
     def run_id(self, r):
         return os.path.relpath(r.path, self.results)
@@ -146,7 +161,41 @@ def tidy(frames, columns):
 
 # Known arms in the order a cover letter compares them; others follow.
 ARM_ORDER = ["vanilla", "mglru", "keep", "activate", "immediate"]
+CELL_SEPARATOR = ":"
 
 
-def arm_order(arm):
-    return (ARM_ORDER.index(arm) if arm in ARM_ORDER else len(ARM_ORDER), arm)
+def cell_name(kernel, arm):
+    return f"{kernel}{CELL_SEPARATOR}{arm}"
+
+
+def cell_parts(cell):
+    """(kernel, arm) of a cell name; kernel None for a one-kernel dataset's
+    cell, which is its arm."""
+    kernel, sep, arm = cell.rpartition(CELL_SEPARATOR)
+    return (kernel, arm) if sep else (None, cell)
+
+
+def shipped_kernel_labels(lib=os.path.join(os.path.dirname(__file__), "..", "..", "lab", "lib.sh")):
+    """The labels the lab builds itself, in their order, read from the one
+    place that defines them (SHIPPED_KERNEL_LABELS in lab/lib.sh)."""
+    try:
+        with open(lib) as f:
+            m = re.search(r'^SHIPPED_KERNEL_LABELS="([^"]*)"', f.read(), re.M)
+    except OSError:
+        return []
+    return m.group(1).split() if m else []
+
+
+KERNEL_ORDER = shipped_kernel_labels()
+
+
+def kernel_order(kernel):
+    return (KERNEL_ORDER.index(kernel) if kernel in KERNEL_ORDER else len(KERNEL_ORDER), kernel)
+
+
+def arm_order(cell):
+    """Cells by kernel (the shipped labels first, in lib.sh's order), then
+    by arm."""
+    kernel, arm = cell_parts(cell)
+    return (kernel_order(kernel) if kernel is not None else (-1, ""),
+            ARM_ORDER.index(arm) if arm in ARM_ORDER else len(ARM_ORDER), arm)

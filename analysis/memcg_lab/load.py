@@ -1,8 +1,10 @@
 """Finding run folders under a results tree and loading one into tidy
 pandas tables.
 
-A run folder is results/<scenario>/<UTC timestamp>-<arm>[.N]/ as claimed
-by lab/run-scenario.sh.  Loading never judges a run; validate.py does.
+A run folder is results/<scenario>/<UTC timestamp>-<kernel label>-<arm>[.N]/
+as claimed by lab/run-scenario.sh; folders from before the kernel axis
+are <UTC timestamp>-<arm>[.N].  Loading never judges a run; validate.py
+does.
 """
 import csv
 import json
@@ -14,7 +16,14 @@ import pandas as pd
 
 from memcg_lab import run
 
-RUN_NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6}Z)-(?P<arm>[A-Za-z0-9_-]+?)(?:\.(?P<n>\d+))?$")
+# The arm is the name's last dash-separated part (arms have no dash);
+# a kernel label may hold dashes and dots (pristine-6.1).
+RUN_NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6}Z)-(?:(?P<kernel>[A-Za-z0-9][A-Za-z0-9._-]*?)-)?"
+                      r"(?P<arm>[A-Za-z0-9_]+)(?:\.(?P<n>\d+))?$")
+# The label of runs that record none: before the kernel axis every run
+# booted the series' build (lab/lib.sh DEFAULT_KERNEL_LABEL), or the
+# debug one, which their kernel_flavour says.
+DEFAULT_KERNEL = "lab"
 ATTRIBUTION_COLUMNS = ["reclaimer_cgroup", "scanned_cgroup", "nr_scanned",
                        "nr_reclaimed", "reclaim_ns"]
 HISTOGRAM_COLUMNS = ["bucket_lo_us", "bucket_hi_us", "count"]
@@ -218,6 +227,7 @@ class Run:
         self.name = os.path.basename(self.path)
         m = RUN_NAME.match(self.name)
         self.folder_arm = m.group("arm") if m else None
+        self.folder_kernel = m.group("kernel") if m else None
         self.scenario_dir = os.path.basename(os.path.dirname(self.path))
         self.provenance = read_keyvalue(self.file("provenance.txt"))
         self.status = read_keyvalue(self.file("status.txt"))
@@ -225,6 +235,9 @@ class Run:
         self.build_id = read_text(self.file("kernel-build-id.txt"))
         self.arm = self.provenance.get("arm", self.folder_arm)
         self.scenario = self.provenance.get("scenario", self.scenario_dir)
+        self.kernel = (self.provenance.get("kernel_label") or self.folder_kernel
+                       or self.provenance.get("kernel_flavour")
+                       or self.status.get("kernel_flavour") or DEFAULT_KERNEL)
         self._samples = None
 
     def file(self, name):

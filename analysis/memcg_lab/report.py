@@ -9,7 +9,7 @@ import os
 import pandas as pd
 
 from memcg_lab import metrics as mx
-from memcg_lab import collect, plots, run, stats, tables
+from memcg_lab import collect, load, plots, run, stats, tables
 
 BOX_METRICS = ["nb_psi_some_s", "nb_system_s"]
 
@@ -29,11 +29,26 @@ def claim_folder(results, stamp=None):
     return out
 
 
+def resolve_cell(cells, wanted):
+    """The cell wanted names, or None: a cell's name, or with runs of
+    several kernels an arm alone, which means that arm on the lab's own
+    kernel (lab) if it has runs, else on the first kernel that has."""
+    if wanted in cells:
+        return wanted
+    same_arm = [c for c in cells if collect.cell_parts(c)[1] == wanted]
+    default = collect.cell_name(load.DEFAULT_KERNEL, wanted)
+    if default in same_arm:
+        return default
+    return same_arm[0] if same_arm else None
+
+
 def choose_baseline(arms, wanted):
-    """(baseline, note): the asked-for arm, else vanilla, else the first."""
-    if wanted in arms:
-        return wanted, None
-    fallback = "vanilla" if "vanilla" in arms else arms[0]
+    """(baseline, note): the asked-for cell (resolve_cell), else vanilla,
+    else the first."""
+    baseline = resolve_cell(arms, wanted)
+    if baseline is not None:
+        return baseline, None
+    fallback = resolve_cell(arms, "vanilla") or arms[0]
     return fallback, f"baseline arm {wanted} has no valid runs here; compared against {fallback}"
 
 
@@ -161,15 +176,22 @@ def headline_section(ds, scenario, metric_table, arms, baseline, sdir):
         return [f"- {line}", ""], [line + "\n"]
     head = stats.headline(metric_table, floor_table, arms, baseline)
     grd = stats.guards(metric_table, arms)
+    floor_kernels = sorted(set(ds.valid_runs(floor)["kernel"]), key=collect.kernel_order)
+    pooled = []
+    if len(floor_kernels) > 1:
+        # Not yet a floor per kernel: the excess of every cell is over one
+        # floor mean, which says so.
+        pooled = [f"note: the floor's runs of {len(floor_kernels)} kernels "
+                  f"({', '.join(floor_kernels)}) are pooled into one floor"]
     head.to_csv(os.path.join(sdir, "headline.csv"), index=False)
     grd.to_csv(os.path.join(sdir, "guards.csv"), index=False)
     text = [f"headline: the neighbour's excess cost over {floor} (floor runs of any arm), "
             f"per MiB of its work; reduction = 1 - excess(arm)/excess({baseline}), "
-            "95% bootstrap interval"]
+            "95% bootstrap interval"] + pooled
     md = ["### Headline: excess over the floor", "",
           f"Floor: `{floor}` ({int(head['floor_runs'].max()) if len(head) else 0} valid runs). "
           f"Reduction = 1 - excess(arm) / excess({baseline}); 95 % bootstrap interval over runs. "
-          "Raw PSI stays in the table below.", "",
+          "Raw PSI stays in the table below.", ""] + [line for n in pooled for line in (f"- {n}", "")] + [
           "| cost | arm | runs | mean | floor | excess | reduction | 95% interval |",
           "|---|---|---|---|---|---|---|---|"]
     for r in head.itertuples():

@@ -37,7 +37,8 @@ def compare_text(table, scenario):
     arms = list(dict.fromkeys(table["arm"]))
     baseline = table["baseline"].iloc[0]
     width = max(len(metric_title(r)) for _, r in table.iterrows()) + 2
-    cell = 21
+    # Wider for the long names of (kernel, arm) cells (pristine-6.1:immediate).
+    cell = max([21] + [len(a) + 2 for a in arms])
     n = table.groupby("arm")["n"].max()
     lines = [f"{scenario}: baseline {baseline}", LEGEND, "",
              " " * (10 + width) + "".join(f"{a:>{cell}}" for a in arms),
@@ -100,10 +101,11 @@ def percentile_text(table):
     if table.empty:
         return "no latency data\n"
     w = max(len(s) for s in table["source"]) + 2
+    aw = max([12] + [len(a) + 2 for a in table["arm"]])
     lines = ["latency percentiles (ms)",
-             f"{'source':<{w}}{'arm':<12}{'n':>6}" + "".join(f"{c:>12}" for c in PCOLS)]
+             f"{'source':<{w}}{'arm':<{aw}}{'n':>6}" + "".join(f"{c:>12}" for c in PCOLS)]
     for _, r in table.iterrows():
-        lines.append(f"{r['source']:<{w}}{r['arm']:<12}{r['n']:>6}"
+        lines.append(f"{r['source']:<{w}}{r['arm']:<{aw}}{r['n']:>6}"
                      + "".join(num(r[c], 12) for c in PCOLS))
     return "\n".join(lines) + "\n"
 

@@ -52,6 +52,10 @@ def run_problem(r, summary, error=None):
     if r.folder_arm is not None and r.provenance.get("arm") != r.folder_arm:
         return (f"mislabelled: folder says arm {r.folder_arm}, provenance.txt says "
                 f"arm={r.provenance.get('arm')}")
+    if (r.folder_kernel is not None and "kernel_label" in r.provenance
+            and r.provenance["kernel_label"] != r.folder_kernel):
+        return (f"mislabelled: folder says kernel {r.folder_kernel}, provenance.txt says "
+                f"kernel_label={r.provenance['kernel_label']}")
     if r.params.get("ARM", r.arm) != r.arm:
         return f"mislabelled: provenance arm={r.arm}, guest ran ARM={r.params.get('ARM')}"
     if summary is None:
@@ -100,7 +104,7 @@ def describe(value):
 
 
 def arm_problems(runs):
-    """{run index: reason} for runs of one (scenario, arm) group that do not
+    """{run index: reason} for runs of one (scenario, kernel, arm) cell that do not
     match the group's kernel build id, guest clock, parameters or SET
     overrides."""
     builds = {i: r.build_id for i, r in runs.items()}
@@ -131,19 +135,31 @@ def arm_problems(runs):
     return problems
 
 
+# Parameters that name the kernel: they differ between cells of two
+# kernels by design, which is no note.
+KERNEL_PARAMS = {"KERNEL_LABEL"}
+
+
 def scenario_notes(valid):
-    """Warnings (not exclusions) about arms of one scenario that differ in
-    more than the arm: parameters or the host-side SET."""
+    """Warnings (not exclusions) about cells (kernel, arm) of one scenario
+    that differ in more than the kernel and the arm: parameters or the
+    host-side SET."""
     notes = []
-    by_arm = {}
+    by_cell = {}
     for r in valid:
-        by_arm.setdefault(r.arm, r)
-    reps = list(by_arm.values())
+        by_cell.setdefault((r.kernel, r.arm), r)
+    reps = list(by_cell.values())
+    several_kernels = len({r.kernel for r in reps}) > 1
+
+    def name(r):
+        return f"{r.kernel}:{r.arm}" if several_kernels else r.arm
+
     for other in reps[1:]:
         a, b = comparable_params(reps[0].params), comparable_params(other.params)
-        keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        keys = sorted(k for k in set(a) | set(b)
+                      if a.get(k) != b.get(k) and k not in KERNEL_PARAMS)
         if keys:
-            notes.append(f"arms {reps[0].arm} and {other.arm} differ in parameters: "
+            notes.append(f"arms {name(reps[0])} and {name(other)} differ in parameters: "
                          + ", ".join(f"{k}={a.get(k)!r}/{b.get(k)!r}" for k in keys))
     revs = sorted({r.provenance.get("git_revision", "?") for r in valid})
     if len(revs) > 1:
