@@ -7,14 +7,17 @@
 # clean removes
 #   build/ in the repo (the guest tools), but not build/test-results (the
 #       boot tests' run folders);
-#   in $MEMCG_LAB_CACHE: kbuild-* (kernel builds), the contents of rootfs/
+#   in $MEMCG_LAB_CACHE: kbuild-* (kernel builds of every label; a label
+#       registered with make kernel KBUILD=... is a link, and only the
+#       link goes), the contents of rootfs/
 #       (mmdebstrap trees, images, the tools' build), kselftest/ (selftest
 #       builds), check-series/ (its kernel worktree and builds), .unpack.*
 #       (an interrupted unpack), layouts/ (laid-out disks kept per
 #       recipe), shell/ (make shell's consoles) and the scratch disks in
 #       disks/ of runs that are no longer running.
 # --dist also removes linux-6.1/ (the unpacked, patched kernel source;
-#       unpacking it again takes a few minutes) and ccache/ (the next
+#       unpacking it again takes a few minutes), src-*/ (the unpacked
+#       trees of the pristine-6.1, debian-6.12 and tarball labels) and ccache/ (the next
 #       kernel build starts cold: about 16 min on 2 cores).
 # --dry-run prints what would be removed and removes nothing.
 #
@@ -80,7 +83,8 @@ holds_results() {
 # Removes one file or folder, saying what and how big.
 remove_path() {
 	local path=$1 size
-	[ -e "$path" ] || return 0
+	# A registered label's link goes even when its folder is gone.
+	[ -e "$path" ] || [ -L "$path" ] || return 0
 	if holds_results "$path"; then
 		log "keeping $path: MEMCG_LAB_RESULTS ($RESULTS) is in it"
 		return 0
@@ -139,7 +143,11 @@ remove_builds() {
 }
 
 remove_source_and_ccache() {
+	local p
 	remove_path "$LAB_CACHE/linux-6.1"
+	for p in "$LAB_CACHE"/src-*; do
+		remove_path "$p"
+	done
 	remove_path "$LAB_CACHE/ccache"
 }
 

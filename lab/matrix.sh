@@ -164,7 +164,8 @@ run_kernel_flavour() {
 }
 
 # Complete (result=ok) run folders under the results root of the given
-# scenarios and arms (a folder is <stamp>-<arm>[.n], claim_run_folder).
+# scenarios and arms, of any kernel (a folder is <stamp>-<label>-<arm>[.n],
+# before the kernel axis <stamp>-<arm>[.n]: claim_run_folder).
 ok_run_folders() {
 	local s a d
 	for s in $1; do

@@ -253,7 +253,7 @@ def build(results, baseline="vanilla", stamp=None):
         raise ReportError(f"{results}: no such results folder")
     ds = collect.Dataset(results)
     if ds.runs.empty:
-        raise ReportError(f"{results}: no run folders (<timestamp>-<arm>) found")
+        raise ReportError(f"{results}: no run folders (<timestamp>-<kernel>-<arm>) found")
     out = claim_folder(results, stamp)
     ds.runs.to_csv(os.path.join(out, "runs.csv"), index=False)
     ds.metrics.to_csv(os.path.join(out, "metrics.csv"), index=False)
