@@ -27,6 +27,11 @@ VOLATILE_PARAMS = {"FUNCNAME", "DIRSTACK", "BASH_ARGC", "BASH_ARGV", "BASH_LINEN
 # workload is judged in the arms that leave writeback folios in place.
 PRECONDITION_IS_OUTCOME = {"immediate"}
 
+# Parameters that name the kernel (params.env's KERNEL_LABEL): the cell
+# holds it already, runs from before it have none, and it differs
+# between cells of two kernels by design.
+KERNEL_PARAMS = {"KERNEL_LABEL"}
+
 
 def failure_kind(status):
     """kernel, emulator, qemu, scenario or "" (status.txt's failure_kind, written by
@@ -80,7 +85,10 @@ def run_problem(r, summary, error=None):
 
 
 def comparable_params(params):
-    return {k: v for k, v in params.items() if k not in VOLATILE_PARAMS}
+    """The parameters runs of one cell must share and cells are compared
+    on: all but the volatile ones and the kernel's label, which is part of
+    the cell (runs from before the label have none)."""
+    return {k: v for k, v in params.items() if k not in VOLATILE_PARAMS | KERNEL_PARAMS}
 
 
 def _odd_ones_out(values, what):
@@ -135,11 +143,6 @@ def arm_problems(runs):
     return problems
 
 
-# Parameters that name the kernel: they differ between cells of two
-# kernels by design, which is no note.
-KERNEL_PARAMS = {"KERNEL_LABEL"}
-
-
 def scenario_notes(valid):
     """Warnings (not exclusions) about cells (kernel, arm) of one scenario
     that differ in more than the kernel and the arm: parameters or the
@@ -156,8 +159,7 @@ def scenario_notes(valid):
 
     for other in reps[1:]:
         a, b = comparable_params(reps[0].params), comparable_params(other.params)
-        keys = sorted(k for k in set(a) | set(b)
-                      if a.get(k) != b.get(k) and k not in KERNEL_PARAMS)
+        keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
         if keys:
             notes.append(f"arms {name(reps[0])} and {name(other)} differ in parameters: "
                          + ", ".join(f"{k}={a.get(k)!r}/{b.get(k)!r}" for k in keys))

@@ -153,3 +153,17 @@ def test_scenario_notes_name_cells_and_ignore_the_kernel_label(tmp_path):
     assert notes[0].startswith("arms lab:vanilla and pristine-6.1:vanilla differ in parameters: "
                                "NEIGHBOUR_S=")
     assert "KERNEL_LABEL" not in notes[0]
+
+
+def test_old_runs_and_labelled_runs_of_the_lab_kernel_share_a_cell(tmp_path):
+    # The real run is from before the kernel axis; a new one of the same
+    # kernel has the label in its folder, provenance and parameters.
+    shutil.copytree(os.path.join(FIXTURES, VANILLA), tmp_path / VANILLA)
+    new = relabel(tmp_path, "dirty-neighbour/20261203T231533Z-lab-vanilla", "lab",
+                  open(os.path.join(FIXTURES, VANILLA, "kernel-build-id.txt")).read().strip())
+    with open(new / "params-resolved.env", "a") as f:
+        f.write("KERNEL_LABEL=lab\n")
+    assert "KERNEL_LABEL" in load.Run(new).params
+    d = collect.Dataset(tmp_path)
+    assert d.runs["valid"].all(), d.runs[["run", "reason"]]
+    assert list(d.runs["arm"]) == ["vanilla", "vanilla"] and d.kernels == ["lab"]
