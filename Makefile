@@ -7,12 +7,15 @@ DEBUG ?=
 RESULTS ?= results
 # The kernel axis (lab/lib.sh): KERNEL=<label> for scenario, shell and
 # matrix (KERNELS="a b": one matrix per kernel, in turn); LABEL with
-# KSRC=<tarball or tree> or KBUILD=<build folder> for make kernel.
-KERNEL ?=
-KERNELS ?=
-LABEL ?=
-KSRC ?=
-KBUILD ?=
+# KSRC=<tarball or tree> or KBUILD=<build folder> for make kernel.  Taken
+# from the command line only: names this common may be in a user's
+# environment for something else.
+from_command_line = $(if $(filter command line,$(origin $(1))),$($(1)))
+KERNEL_ARG = $(call from_command_line,KERNEL)
+KERNELS_ARG = $(call from_command_line,KERNELS)
+LABEL_ARG = $(call from_command_line,LABEL)
+KSRC_ARG = $(call from_command_line,KSRC)
+KBUILD_ARG = $(call from_command_line,KBUILD)
 # Empty: lab/matrix.sh's verdict matrix, the one place its lists live.
 ARMS ?=
 RUNS ?=
@@ -29,7 +32,7 @@ MATRIX_RESULTS = $(if $(and $(DEBUG),$(filter file,$(origin RESULTS))),results-d
 # written as '\''.
 # The kernels of a matrix, as shell words: KERNELS, else KERNEL, else ''
 # (the default kernel, or the debug one with DEBUG=1).
-MATRIX_KERNELS = $(if $(or $(KERNELS),$(KERNEL)),$(foreach k,$(or $(KERNELS),$(KERNEL)),'$(k)'),'')
+MATRIX_KERNELS = $(if $(or $(KERNELS_ARG),$(KERNEL_ARG)),$(foreach k,$(or $(KERNELS_ARG),$(KERNEL_ARG)),'$(k)'),'')
 shell_quote = '$(subst ','\'',$(1))'
 
 .DEFAULT_GOAL := help
@@ -85,7 +88,7 @@ deps:
 	lab/install-deps.sh
 
 kernel: deps
-	lab/build-kernel.sh $(if $(LABEL),--label '$(LABEL)',$(if $(DEBUG),--debug)) $(if $(KSRC),--source '$(KSRC)') $(if $(KBUILD),--kbuild '$(KBUILD)')
+	lab/build-kernel.sh $(if $(LABEL_ARG),--label '$(LABEL_ARG)',$(if $(DEBUG),--debug)) $(if $(KSRC_ARG),--source '$(KSRC_ARG)') $(if $(KBUILD_ARG),--kbuild '$(KBUILD_ARG)')
 
 check-series: deps
 	lab/check-series.sh --full
@@ -97,10 +100,10 @@ tools:
 	$(MAKE) -C guest-rootfs/tools O=$(CURDIR)/build/tools
 
 scenario:
-	SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' MEMCG_LAB_KERNEL='$(KERNEL)' lab/run-scenario.sh '$(NAME)' '$(ARM)'
+	SET=$(call shell_quote,$(SET)) MEMCG_LAB_RESULTS='$(RESULTS)' MEMCG_LAB_DEBUG='$(DEBUG)' MEMCG_LAB_KERNEL='$(KERNEL_ARG)' lab/run-scenario.sh '$(NAME)' '$(ARM)'
 
 shell:
-	SET=$(call shell_quote,$(SET)) MEMCG_LAB_DEBUG='$(DEBUG)' MEMCG_LAB_KERNEL='$(KERNEL)' lab/run-scenario.sh --shell '$(or $(NAME),smoke)'
+	SET=$(call shell_quote,$(SET)) MEMCG_LAB_DEBUG='$(DEBUG)' MEMCG_LAB_KERNEL='$(KERNEL_ARG)' lab/run-scenario.sh --shell '$(or $(NAME),smoke)'
 
 # One matrix per kernel, in turn (each its own ledger); every kernel's
 # matrix runs even when an earlier one had failed jobs.
