@@ -178,7 +178,6 @@ LAB_NEEDED_KERNEL_OPTIONS=(
 	"CONFIG_HIST_TRIGGERS=y in-kernel sums: reclaim-throttle.csv, lab-reclaim-attrib"
 	"CONFIG_SYNTH_EVENTS=y lab-reclaim-attrib's reclaim pass times"
 	"CONFIG_DEBUG_FS=y the stick's bdi state (bdi-stick.csv)"
-	"CONFIG_JUMP_LABEL=n no kernel text patched once both vCPUs run: TCG runs stale int3s (lab/README.md, Tracing)"
 )
 
 # Prints one line per needed option the .config ($1) lacks: "CONFIG_X=y

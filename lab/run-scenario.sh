@@ -817,6 +817,12 @@ main() {
 	*) die "KSELFTESTS=$KSELFTESTS: the lab builds the cgroup selftests (cgroup) or the series' test_lru_immediate (lru-immediate)" ;;
 	esac
 	choose_accelerator
+	# A kernel with jump labels rewrites its text whenever a static key
+	# flips; under TCG a vCPU can then run a stale int3 (lab/README.md,
+	# "Tracing"): the lab's own builds have none; say so for others.
+	if [ "${ACCEL%%,*}" = tcg ] && grep -qx CONFIG_JUMP_LABEL=y "$KBUILD/.config"; then
+		log "warning: kernel $KERNEL_LABEL has CONFIG_JUMP_LABEL=y: under TCG its guest may die on an int3 the emulator ran after the kernel patched it (failure_kind=emulator)"
+	fi
 	TSC_KHZ=$(host_tsc_khz)
 	[ -n "$TSC_KHZ" ] || log "the host's TSC frequency is unknown: under TCG the guest's clocks may fall back to jiffies (1 ms)"
 	LAYOUT=fresh LAYOUT_KEY=

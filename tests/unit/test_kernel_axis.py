@@ -54,7 +54,6 @@ def test_the_needed_list_names_what_runs_and_measurements_use(tmp_path):
                 "CONFIG_DEVTMPFS", "CONFIG_SERIAL_8250_CONSOLE"):
         assert opts[sym] == "y", sym
     assert opts["CONFIG_PSI_DEFAULT_DISABLED"] == "n"
-    assert opts["CONFIG_JUMP_LABEL"] == "n"
 
 
 def test_the_lab_fragment_never_contradicts_the_needed_list(tmp_path):
@@ -76,19 +75,19 @@ def test_a_config_with_every_needed_option_passes(tmp_path):
 
 
 def test_each_missing_option_is_named_with_what_the_kernel_has(tmp_path):
-    # 9p left out, PSI a module (the guest has no modules), and the jump
-    # labels on: three problems, each named.
-    config = full_config(tmp_path, drop=("CONFIG_9P_FS", "CONFIG_PSI", "CONFIG_JUMP_LABEL"),
-                         extra="CONFIG_PSI=m\nCONFIG_JUMP_LABEL=y\n")
+    # 9p left out, PSI a module (the guest has no modules), and PSI off
+    # by default: three problems, each named.
+    config = full_config(tmp_path, drop=("CONFIG_9P_FS", "CONFIG_PSI", "CONFIG_PSI_DEFAULT_DISABLED"),
+                         extra="CONFIG_PSI=m\nCONFIG_PSI_DEFAULT_DISABLED=y\n")
     p = bash(f". ./lib.sh; missing_needed_options {config}", tmp_path)
     lines = p.stdout.splitlines()
     assert [line.split(" ")[0] for line in lines] == [
-        "CONFIG_9P_FS=y", "CONFIG_PSI=y", "CONFIG_JUMP_LABEL=n"]
+        "CONFIG_9P_FS=y", "CONFIG_PSI=y", "CONFIG_PSI_DEFAULT_DISABLED=n"]
     assert lines[0].endswith("got: not set)") and lines[1].endswith("got: m)")
     assert "the lab and results shares" in lines[0]
     p = bash(f". ./lib.sh; check_needed_options {config} 'kernel mine'", tmp_path)
     assert p.returncode == 1
-    for sym in ("CONFIG_9P_FS=y", "CONFIG_PSI=y", "CONFIG_JUMP_LABEL=n"):
+    for sym in ("CONFIG_9P_FS=y", "CONFIG_PSI=y", "CONFIG_PSI_DEFAULT_DISABLED=n"):
         assert sym in p.stderr
     assert "kernel mine lacks 3 option(s) the lab needs" in p.stderr
 
