@@ -390,8 +390,8 @@ make_scratch_disks() {
 	mkdir -p "$DISKS"
 	if [ "$LAYOUT" = cached ]; then
 		# A copy, never the cached image: the run writes to its disks.
-		# --sparse=auto keeps the holes and only the holes of the saved
-		# image: blocks the layout wrote are blocks here too.
+		# Sparse (the layout's zeros are holes since it was kept), so
+		# it costs nothing (lab/README.md).
 		cp --sparse=auto "$LAYOUTS/$LAYOUT_KEY/stick.img" "$LAYOUTS/$LAYOUT_KEY/fast.img" "$DISKS/"
 		touch "$LAYOUTS/$LAYOUT_KEY"
 	else
