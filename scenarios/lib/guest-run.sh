@@ -18,8 +18,19 @@ CGROOT=/sys/fs/cgroup
 say() { echo "memcg-lab: [$(uptime_s)] $*"; }
 die() {
 	say "error: $*"
-	# A stuck stick would hold the guest's shutdown on its writeback.
-	stick_unstick
+	# The agent syncs before the guest shuts down: a stick still
+	# throttled (or stuck) under a dirtier that still runs would hold
+	# that sync for minutes, and the host would call the guest hung.
+	# The workloads are killed and the throttle lifted; once only, as
+	# stick_throttle dies when the host does not answer.
+	if [ -z "${DYING:-}" ]; then
+		DYING=1
+		local name
+		for name in "${!SCOPE_PID[@]}"; do
+			! scope_running "$name" || signal_member "$name" SIGKILL
+		done
+		[ "${STICK_THROTTLE:-off}" = off ] || stick_throttle off
+	fi
 	exit 1
 }
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
@@ -52,17 +63,19 @@ phase_end() {
 # ";"-separated).  Only when the host enabled the event at boot
 # (SET="LOCK_CONTENTION=1").
 LOCK_EVENT=/sys/kernel/tracing/events/lock/contention_begin
-LOCK_HIST='hist:keys=stacktrace:vals=hitcount:size=4096 if flags == 1'
+# A trigger's filter comes last, after any :clear or :pause.
+LOCK_HIST='hist:keys=stacktrace:vals=hitcount:size=4096'
+LOCK_FILTER='if flags == 1'
 lock_hist_start() {
 	case ${LOCK_HIST_STATE:-} in
-	on) echo "$LOCK_HIST:clear" >>"$LOCK_EVENT/trigger" ||
+	on) echo "$LOCK_HIST:clear $LOCK_FILTER" >>"$LOCK_EVENT/trigger" ||
 		die "cannot clear the hist trigger on $LOCK_EVENT"
 		return 0 ;;
 	off) return 0 ;;
 	esac
 	LOCK_HIST_STATE=off
 	boot_trace_events | grep -qx lock/contention_begin || return 0
-	echo "$LOCK_HIST" >>"$LOCK_EVENT/trigger" ||
+	echo "$LOCK_HIST $LOCK_FILTER" >>"$LOCK_EVENT/trigger" ||
 		die "cannot set a hist trigger on $LOCK_EVENT"
 	LOCK_HIST_STATE=on
 	echo "phase,contentions,stack" >"$OUT/lock-contention.csv"
@@ -329,7 +342,10 @@ stick_throttle() {
 	THROTTLE_REQUESTS=$((THROTTLE_REQUESTS + 1))
 	say "stick: throttle $want"
 	for i in $(seq 100); do
-		[ "$(cat "$OUT/stick-throttle.state" 2>/dev/null)" = "$want $THROTTLE_REQUESTS" ] && return 0
+		if [ "$(cat "$OUT/stick-throttle.state" 2>/dev/null)" = "$want $THROTTLE_REQUESTS" ]; then
+			STICK_THROTTLE=$want
+			return 0
+		fi
 		sleep 0.1
 	done
 	die "the host did not answer stick throttle request $THROTTLE_REQUESTS ($want) in 10 s"
