@@ -389,10 +389,12 @@ make_scratch_disks() {
 	DISKS=$LAB_CACHE/disks/$(basename "$RUN").$$
 	mkdir -p "$DISKS"
 	if [ "$LAYOUT" = cached ]; then
-		# A copy, never the cached image: the run writes to its disks.
-		# Sparse (the layout's zeros are holes since it was kept), so
-		# it costs nothing (lab/README.md).
-		cp --sparse=auto "$LAYOUTS/$LAYOUT_KEY/stick.img" "$LAYOUTS/$LAYOUT_KEY/fast.img" "$DISKS/"
+		# A copy, never the kept image: the run writes to its disks.
+		# Allocated as the laid-out original was (copy-image.py).
+		local img
+		for img in stick.img fast.img; do
+			"$LAB_ROOT/lab/copy-image.py" "$LAYOUTS/$LAYOUT_KEY/$img" "$DISKS/$img"
+		done
 		touch "$LAYOUTS/$LAYOUT_KEY"
 	else
 		truncate -s "${STICK_SIZE_MB}M" "$DISKS/stick.img"
@@ -450,7 +452,8 @@ answer_layout_request() {
 	local dir=$LAYOUTS/$LAYOUT_KEY tmp state=saved
 	tmp=$dir.tmp.$$
 	mkdir -p "$tmp"
-	if cp --sparse=auto "$DISKS/stick.img" "$DISKS/fast.img" "$tmp/" &&
+	if "$LAB_ROOT/lab/copy-image.py" "$DISKS/stick.img" "$tmp/stick.img" &&
+		"$LAB_ROOT/lab/copy-image.py" "$DISKS/fast.img" "$tmp/fast.img" &&
 		{ [ -d "$dir" ] || mv -T "$tmp" "$dir"; }; then
 		log "laid-out disks kept for the runs of this recipe: $dir ($(du -sh "$dir" | cut -f1))"
 	else

@@ -68,3 +68,22 @@ def test_the_host_keeps_the_disks_the_guest_asked_for_and_answers(tmp_path):
     kept = tmp_path / "cache" / "layouts" / key
     assert (kept / "stick.img").read_bytes() == b"laid-out stick"
     assert sorted(os.listdir(tmp_path / "cache" / "layouts")) == [key]
+
+
+def test_an_image_copy_keeps_the_originals_allocation_zeros_included(tmp_path):
+    """copy-image.py: data extents stay written blocks (zeros too), holes
+    stay holes; cp would make the zeros holes."""
+    src, dst = tmp_path / "src.img", tmp_path / "dst.img"
+    with open(src, "wb") as f:
+        f.truncate(64 << 20)
+        f.seek(8 << 20)
+        f.write(bytes(4 << 20))          # a laid-out file: zeros, allocated
+        f.seek(40 << 20)
+        f.write(b"metadata")
+        os.fsync(f.fileno())
+    subprocess.run([os.path.join(ROOT, "lab", "copy-image.py"), str(src), str(dst)], check=True)
+    assert dst.read_bytes() == src.read_bytes()
+    assert os.stat(dst).st_blocks == os.stat(src).st_blocks >= (4 << 20) // 512
+    p = subprocess.run([os.path.join(ROOT, "lab", "copy-image.py"), str(tmp_path / "none"),
+                        str(dst)], capture_output=True, text=True)
+    assert p.returncode == 1 and "none" in p.stderr
