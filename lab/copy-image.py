@@ -5,10 +5,9 @@ drop the copy from the page cache.
 
     copy-image.py SOURCE DEST
 
-cp turns the zeros of a sparse image into holes, and a run on such a copy
-is not the run on the laid-out original: QEMU's writes then allocate
-blocks on the host where the original overwrote them (lab/README.md,
-"Laid-out disks").  The copy ends on disk and out of the page cache, as
+cp turns the zeros of a sparse image into holes, and QEMU's writes to
+such a copy allocate blocks on the host where the original's writes
+overwrote them (lab/README.md, "The guest machine").  The copy ends on disk and out of the page cache, as
 the original is after the guest's O_DIRECT (cache=none) writes.
 """
 import os

@@ -61,7 +61,8 @@ LAB_SMOKE_RUN=$(newest_run smoke vanilla) /usr/bin/python3 -m pytest -q tests/bo
 log "boot test: a second run of a layout recipe boots on the first's laid-out disks"
 LAYOUT_RESULTS=$BOOT_RESULTS/layout.$$
 for _ in 1 2; do
-	MEMCG_LAB_RESULTS=$LAYOUT_RESULTS SET="GUEST_MEM_MB=512 NEIGHBOUR_S=10 LAYOUT_TEST_RUN=$$" \
+	MEMCG_LAB_LAYOUT_CACHE=on MEMCG_LAB_RESULTS=$LAYOUT_RESULTS \
+		SET="GUEST_MEM_MB=512 NEIGHBOUR_S=10 LAYOUT_TEST_RUN=$$" \
 		lab/run-scenario.sh dirty-neighbour activate || true
 done
 mapfile -t layout_runs < <(ls -d "$LAYOUT_RESULTS"/dirty-neighbour/*-activate*)

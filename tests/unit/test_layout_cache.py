@@ -21,9 +21,10 @@ def host(tmp_path, commands, name="dirty-neighbour", arm="activate", set_words=(
               f"SET_ASSIGNMENTS=({words}); GUEST_MEM_MB=1024; GUEST_CPUS=2; STICK_SIZE_MB=2560; "
               f"FAST_SIZE_MB=2048; KERNEL_FLAVOUR=lab; KERNEL_SLOWDOWN=1; KBUILD={kbuild}; "
               f"IMAGE=/x/rootfs-abc.ext4; {commands}")
+    env = {"MEMCG_LAB_LAYOUT_CACHE": "on", **(env or {})}
     p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60,
                        cwd=os.path.join(ROOT, "lab"),
-                       env=dict(os.environ, MEMCG_LAB_CACHE=str(tmp_path / "cache"), **(env or {})))
+                       env=dict(os.environ, MEMCG_LAB_CACHE=str(tmp_path / "cache"), **env))
     assert p.returncode == 0, p.stderr
     return p.stdout.strip()
 
@@ -44,8 +45,11 @@ def test_a_run_boots_on_a_kept_layout_else_lays_out_and_keeps_it(tmp_path):
     (kept / "stick.img").write_bytes(b"stick")
     (kept / "fast.img").write_bytes(b"fast")
     assert host(tmp_path, 'choose_layout; echo "$LAYOUT"') == "cached"
-    assert host(tmp_path, 'choose_layout; echo "$LAYOUT"',
-                env={"MEMCG_LAB_LAYOUT_CACHE": "off"}) == "fresh"
+    # Off unless asked for: a run on kept disks is not yet the same
+    # experiment (RESULTS.md, "Laid-out disks").
+    for value in ("off", ""):
+        assert host(tmp_path, 'choose_layout; echo "$LAYOUT"',
+                    env={"MEMCG_LAB_LAYOUT_CACHE": value}) == "fresh"
     # The run's disks are copies: the kept images stay as they were.
     run = tmp_path / "run"
     run.mkdir()
