@@ -187,9 +187,10 @@ is_ok_run() {
 # a matrix refuses to add runs of one flavour to a group that holds runs
 # of the other, rather than have the report drop either.
 refuse_mixed_flavours() {
-	local d other=()
+	local d flavour other=()
 	while read -r d; do
-		[ "$(run_kernel_flavour "$d")" = "$FLAVOUR" ] || other+=("$d ($(run_kernel_flavour "$d"))")
+		flavour=$(run_kernel_flavour "$d")
+		[ "$flavour" = "$FLAVOUR" ] || other+=("$d ($flavour)")
 	done < <(ok_run_folders "$1" "$2")
 	[ ${#other[@]} -eq 0 ] && return 0
 	printf '  %s\n' "${other[@]:0:5}" >&2

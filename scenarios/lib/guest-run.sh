@@ -179,7 +179,12 @@ throttle_hist_clear() {
 # kernel text, and under TCG a text_poke while reclaim ran once panicked
 # a guest on a stale int3.
 boot_trace_events() {
-	tr ' ' '\n' </proc/cmdline | sed -n 's/^trace_event=//p' | tr ',' '\n' | tr ':' '/'
+	cmdline_value trace_event | tr ',' '\n' | tr ':' '/'
+}
+
+# The value of kernel parameter $1 (its last, as the kernel takes it).
+cmdline_value() {
+	tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p" | tail -n 1
 }
 
 # The boot-enabled events stay enabled, but the top-level ring buffer
@@ -360,14 +365,12 @@ drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 stick_stuck_after() {
 	sleep "$1"
 	stick_throttle stuck
-	STICK_STUCK=1
 }
 
 # Cleared first: stick_throttle dies on a host that does not answer, and
 # die unsticks.
 stick_unstick() {
-	[ -n "${STICK_STUCK:-}" ] || return 0
-	STICK_STUCK=
+	[ "${STICK_THROTTLE:-off}" = stuck ] || return 0
 	stick_throttle off
 }
 
@@ -567,7 +570,7 @@ lay_out_file() {
 # out), "save" (lay out, then let the host copy them) or "fresh".
 prepare_disks() {
 	local nr_dirty_files=${1:-1} i layout
-	layout=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^memcg_lab\.layout=//p' | tail -n 1)
+	layout=$(cmdline_value 'memcg_lab\.layout')
 	if [ "$layout" = cached ] && mount_laid_out_disks "$nr_dirty_files"; then
 		say "the disks hold this recipe's laid-out files (the host's copy): nothing to lay out"
 	else
