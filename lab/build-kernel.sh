@@ -78,6 +78,7 @@ parse_arguments() {
 	fi
 	FRAGMENTS=("$LAB_ROOT/lab/kernel/memcg-lab.config")
 	[ "$LABEL" != debug ] || FRAGMENTS+=("$LAB_ROOT/lab/kernel/debug.config")
+	builds_the_series || FRAGMENTS+=("$LAB_ROOT/lab/kernel/later-kernels.config")
 	# The objects ("  CC" lines of build.log) this build folder's last full
 	# build compiled: the total the next build's progress counts towards.
 	OBJECTS_RECORD=$OUT/.memcg-lab-objects
