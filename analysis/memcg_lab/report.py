@@ -80,6 +80,14 @@ def of_scenario(table, scenario):
     return table[table["scenario"] == scenario]
 
 
+def seed_test(ds, scenario):
+    """The 2011 test (stats.seed_test) every valid run of a scenario
+    repeats, or None: none does, or its runs differ in THP or STICK_FS."""
+    tests = {stats.seed_test(scenario, ds.loaded[r].params)
+             for r in ds.valid_runs(scenario)["run"]}
+    return tests.pop() if len(tests) == 1 else None
+
+
 def file_sections(ds, scenario, arms, baseline, sdir):
     """Tables of the files only some runs have, for the valid runs of a
     scenario that have them: ([markdown], [text], [figure files])."""
@@ -98,8 +106,12 @@ def file_sections(ds, scenario, arms, baseline, sdir):
     if len(iterations):
         wb_arms = stats.arms_with_data(iterations, arms)
         t = stats.writeback_cp(iterations, wb_arms, choose_baseline(wb_arms, baseline)[0])
-        add("writeback-cp", t, tables.writeback_cp_text(t, scenario),
-            tables.writeback_cp_markdown(t, scenario))
+        test = seed_test(ds, scenario)
+        beside = None if test is None else stats.beside_2011(t, stats.load_seed(), test)
+        if beside is not None:
+            beside.to_csv(os.path.join(sdir, "writeback-cp-2011.csv"), index=False)
+        add("writeback-cp", t, tables.writeback_cp_text(t, scenario, beside),
+            tables.writeback_cp_markdown(t, scenario, beside))
     calls = of_scenario(ds.proactive, scenario)
     if len(calls):
         t = stats.proactive(calls, arms)

@@ -7,13 +7,14 @@ arms' [min, max] ranges overlap is reported beside it, since with a
 handful of runs a t-test alone is easily fooled by one odd run.
 """
 import math
+import os
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from memcg_lab import collect, run
 from memcg_lab import metrics as mx
-from memcg_lab import run
 
 ALPHA = 0.05
 PERCENTILES = [50, 90, 99]
@@ -241,6 +242,111 @@ def writeback_cp(iterations, arms, baseline):
                  for label, unit, value in _vmstat_rows(mean)]
     return pd.DataFrame(rows, columns=["section", "label", "unit", "arm", "runs", "n", "mean",
                                        "stddev", "pct_mean", "pct_stddev"])
+
+
+# The 2011 figures beside the lab's (issue 20 item 3): seed2011.csv, by hand
+# from the cover letter, and the comparison both sides make.
+SEED_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seed2011.csv")
+# (scenario, THP) -> (2011 test, its stick's filesystem): writeback-cp's
+# THP=never runs are the mail's "Base" tests (THP disabled).
+SEED_TESTS = {("writeback-cp", "always"): ("writebackCPDevicevfat", "vfat"),
+              ("writeback-cp", "never"): ("writebackCPDeviceBasevfat", "vfat"),
+              ("writeback-cp-ext4", "always"): ("writebackCPDeviceext4", "ext4"),
+              ("writeback-cp-ext4", "never"): ("writebackCPDeviceBaseext4", "ext4")}
+# The one 2011 step that adds LRU_IMMEDIATE and nothing else is patches
+# 1-10 (freemore) -> 1-11 (isolate).  The lab's counterpart is each arm
+# that leaves writeback folios where reclaim finds them again -> immediate:
+# keep (3.2-like: left on the inactive list and rescanned, the 2011
+# freemore kernel's behaviour) and activate (6.1 upstream, the series'
+# default: moved to the active list).
+SEED_STEP = ("freemore-v6r1", "isolate-v6r1")
+LAB_BASELINES = ("keep", "activate")
+LAB_TREATMENT = "immediate"
+# A relative change under this (%) on either side has no direction worth
+# comparing: the mail rounds its means to two decimals (User Time 0.05 is
+# anything from 0.045 to 0.055) and its efficiencies to whole percents.
+FLAT_PCT = 5.0
+BESIDE_2011_COLUMNS = ["test", "label", "unit", "seed_baseline", "seed_baseline_value",
+                       "seed_kernel", "seed_value", "seed_pct", "baseline", "baseline_mean",
+                       "arm", "mean", "lab_pct", "direction"]
+
+
+def load_seed(path=SEED_FILE):
+    """The transcription as rows (test, section, label, kernel, value,
+    stddev): value is the mean (section alloc), seconds (duration) or the
+    total over the test (vmstat); stddev only where the mail gives one."""
+    wide = pd.read_csv(path, comment="#")
+    kernels = list(wide.columns[4:])
+    long = wide.melt(id_vars=["test", "section", "label", "stat"], value_vars=kernels,
+                     var_name="kernel")
+    long["stat"] = long["stat"].where(long["stat"] == "stddev", "value")
+    return (long.pivot_table(index=["test", "section", "label", "kernel"], columns="stat",
+                             values="value", sort=False)
+            .reindex(columns=["value", "stddev"]).reset_index().rename_axis(columns=None))
+
+
+def seed_test(scenario, params):
+    """The 2011 test a run of scenario with resolved parameters params
+    repeats, or None: another THP mode (madvise), or a stick SET to
+    another filesystem than the test's."""
+    test, fs = SEED_TESTS.get((scenario, params.get("THP")), (None, None))
+    return test if test and params.get("STICK_FS", fs) == fs else None
+
+
+def change_pct(base, new):
+    """(new - base) / |base| in %, NaN when either is; from 0, +-inf
+    (the sign is all a direction needs)."""
+    if base is None or new is None or math.isnan(base) or math.isnan(new):
+        return math.nan
+    if base == 0:
+        return math.copysign(math.inf, new) if new else 0.0
+    return mx.improvement_pct(base, new, "higher")
+
+
+def direction(seed_pct, lab_pct, flat=FLAT_PCT):
+    """same / opposite: the changes' signs agree or not; flat: either is
+    under flat %; n/a: either is missing."""
+    if math.isnan(seed_pct) or math.isnan(lab_pct):
+        return "n/a"
+    if abs(seed_pct) < flat or abs(lab_pct) < flat:
+        return "flat"
+    return "same" if (seed_pct > 0) == (lab_pct > 0) else "opposite"
+
+
+def lab_steps(arms):
+    """(baseline cell, immediate cell) of each kernel with both, baselines
+    in LAB_BASELINES order."""
+    parts = {collect.cell_parts(a): a for a in arms}
+    return [(parts[(kernel, b)], cell) for (kernel, arm), cell in parts.items()
+            if arm == LAB_TREATMENT for b in LAB_BASELINES if (kernel, b) in parts]
+
+
+def beside_2011(table, seed, test):
+    """Rows (test, label, unit, seed_baseline, seed_baseline_value,
+    seed_kernel, seed_value, seed_pct, baseline, baseline_mean, arm, mean,
+    lab_pct, direction) per row of stats.writeback_cp's table that the
+    transcription has (for any test: rows the mail gives only elsewhere
+    are n/a here) and per lab step (lab_steps); none without a step."""
+    figures = seed[seed["test"] == test].set_index(["label", "kernel"])["value"]
+    means = table.set_index(["label", "arm"])["mean"]
+    known = set(seed["label"])
+    rows = []
+    for label, unit in dict.fromkeys(zip(table["label"], table["unit"])):
+        if label not in known:
+            continue
+        old, new = (figures.get((label, k), math.nan) for k in SEED_STEP)
+        seed_pct = change_pct(old, new)
+        for base, arm in lab_steps(list(dict.fromkeys(table["arm"]))):
+            before, after = means[(label, base)], means[(label, arm)]
+            lab_pct = change_pct(before, after)
+            rows.append({"test": test, "label": label, "unit": unit,
+                         "seed_baseline": SEED_STEP[0], "seed_baseline_value": old,
+                         "seed_kernel": SEED_STEP[1], "seed_value": new, "seed_pct": seed_pct,
+                         "baseline": base, "baseline_mean": before, "arm": arm,
+                         "mean": after, "lab_pct": lab_pct,
+                         "direction": direction(seed_pct, lab_pct)})
+    return pd.DataFrame(rows, columns=BESIDE_2011_COLUMNS)
+
 
 
 def proactive(calls, arms):

@@ -2,6 +2,8 @@
 compare-kernels layout) and Markdown; CSV is the tidy frame itself."""
 import math
 
+from memcg_lab import stats
+
 LEGEND = ("% is the difference to the baseline arm, positive = better "
           "(lower cost or higher throughput);\n"
           "*  x%* marks Welch's t-test p < 0.05, (  x%) not significant; "
@@ -193,20 +195,95 @@ def writeback_cp_grids(table):
     return [([""] + arms, top), (["vmstat, mean per iteration"] + arms, bottom)]
 
 
-def writeback_cp_text(table, scenario):
+def writeback_cp_text(table, scenario, beside=None):
+    """beside: stats.beside_2011's rows, a third grid; None for a run
+    without a 2011 counterpart."""
     if table.empty:
         return f"{scenario}: no writeback-cp.csv in the valid runs\n"
     grids = "\n".join(grid_text(*g) for g in writeback_cp_grids(table))
     return (f"{scenario}: the 2011 cover letter's table (writeback-cp.csv)\n"
-            f"{WRITEBACK_CP_LEGEND}\n\n{grids}")
+            f"{WRITEBACK_CP_LEGEND}\n\n{grids}" + beside_2011_text(beside))
 
 
-def writeback_cp_markdown(table, scenario):
+def writeback_cp_markdown(table, scenario, beside=None):
     if table.empty:
         return f"{scenario}: no writeback-cp.csv in the valid runs\n"
     grids = "\n".join(grid_markdown(*g) for g in writeback_cp_grids(table))
     return (f"**{scenario}**, the 2011 cover letter's table (`writeback-cp.csv`): "
-            + WRITEBACK_CP_LEGEND.replace("\n", " ") + "\n\n" + grids)
+            + WRITEBACK_CP_LEGEND.replace("\n", " ") + "\n\n" + grids
+            + beside_2011_markdown(beside))
+
+
+BESIDE_2011_LEGEND = (
+    "The step that adds LRU_IMMEDIATE alone: in 2011 {seed_from} (patches 1-10) -> {seed_to} "
+    "(1-11); in the lab each of {baselines} -> {treatment}, on one kernel.\n"
+    "change: (new - old) / |old|, +inf% = up from 0.  direction: same = both changes have "
+    "one sign; opposite = opposite signs; flat = either change is under {flat:g}% in size, "
+    "no direction to compare; n/a = a figure is missing on a side (the mail gives none, a "
+    "kernel lacks the counter).\n"
+    "Compare directions, not values: 2011's alloc rows are means over 5 iterations, its "
+    "vmstat rows totals over the whole test (copying included) and its velocities per second "
+    "of the whole test; the lab's are means per alloc iteration, velocities per second of "
+    "alloc.  why: by hand, for each '?' (analysis/README.md).")
+
+
+def change(v):
+    return "n/a" if math.isnan(v) else f"{v:+.1f}%"
+
+
+def beside_2011_grid(beside):
+    """(header, rows): per row the 2011 step's figures and change, the
+    lab's arm means, per lab step its change and direction, and a 'why'
+    left to write ('?')."""
+    steps = list(dict.fromkeys(zip(beside["baseline"], beside["arm"])))
+    arms = list(dict.fromkeys([b for b, _ in steps] + [a for _, a in steps]))
+    first = beside.iloc[0]
+    header = (["", first["seed_baseline"], first["seed_kernel"], "2011 change"] + arms
+              + [h for b, a in steps for h in (f"{a} vs {b}", "direction")] + ["why"])
+    rows = []
+    for (label, unit), r in beside.groupby(["label", "unit"], sort=False):
+        means = {**dict(zip(r["baseline"], r["baseline_mean"])), **dict(zip(r["arm"], r["mean"]))}
+        by_step = r.set_index(["baseline", "arm"])
+        row = r.iloc[0]
+        rows.append([f"{label} ({unit})", num(row["seed_baseline_value"], 0),
+                     num(row["seed_value"], 0), change(row["seed_pct"])]
+                    + [num(means[a], 0) for a in arms]
+                    + [c for s in steps for c in (change(by_step.loc[s, "lab_pct"]),
+                                                  by_step.loc[s, "direction"])]
+                    + ["" if (r["direction"] == "n/a").all() else "?"])
+    return header, rows
+
+
+def beside_2011_legend():
+    return BESIDE_2011_LEGEND.format(
+        seed_from=stats.SEED_STEP[0], seed_to=stats.SEED_STEP[1],
+        baselines=" and ".join(stats.LAB_BASELINES), treatment=stats.LAB_TREATMENT,
+        flat=stats.FLAT_PCT)
+
+
+def beside_2011_title(beside):
+    return (f"beside 2011: {beside['test'].iloc[0]} of the seed cover letter "
+            "(analysis/memcg_lab/seed2011.csv)")
+
+
+def beside_2011_text(beside):
+    if beside is None:
+        return ""
+    if beside.empty:
+        return f"\nbeside 2011: no grid, no {'/'.join(stats.LAB_BASELINES)} and " \
+               f"{stats.LAB_TREATMENT} arms of one kernel\n"
+    return (f"\n{beside_2011_title(beside)}\n{beside_2011_legend()}\n\n"
+            + grid_text(*beside_2011_grid(beside)))
+
+
+def beside_2011_markdown(beside):
+    if beside is None:
+        return ""
+    if beside.empty:
+        return beside_2011_text(beside)
+    return (f"\n**{beside_2011_title(beside)}**: "
+            + beside_2011_legend().replace("\n", " ") + "\n\n"
+            + grid_markdown(*beside_2011_grid(beside)))
 
 
 PROACTIVE_COLUMNS = [("runs", "runs", "d"), ("calls", "calls", "d"), ("ok", "ok", "d"),
