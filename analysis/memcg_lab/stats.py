@@ -348,7 +348,6 @@ def beside_2011(table, seed, test):
     return pd.DataFrame(rows, columns=BESIDE_2011_COLUMNS)
 
 
-
 def proactive(calls, arms):
     """A row per arm of the memory.reclaim calls (collect.Dataset.proactive
     of one scenario), all runs pooled: how many, how many the kernel
