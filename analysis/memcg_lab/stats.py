@@ -179,10 +179,11 @@ def _ratio(a, b, scale=1.0):
     return a / b * scale if b and not (math.isnan(a) or math.isnan(b)) else math.nan
 
 
-def _vmstat_rows(mean):
+def _vmstat_rows(mean, velocity):
     """(label, unit, value) of the vmstat block; mean(key) is an arm's mean
-    per iteration of a counter, NaN when its kernel lacks it.  Ratios are
-    of means, i.e. of the totals over all iterations."""
+    per iteration of a counter, NaN when its kernel lacks it.  Efficiencies
+    are ratios of means, i.e. of the totals over all iterations; velocity(key)
+    is pages per second of alloc time over the iterations that have one."""
     d, k = mean("pgscan_direct"), mean("pgscan_kswapd")
     return [
         ("Direct pages scanned", "pages", d),
@@ -190,9 +191,9 @@ def _vmstat_rows(mean):
         ("Kswapd pages reclaimed", "pages", mean("pgsteal_kswapd")),
         ("Direct pages reclaimed", "pages", mean("pgsteal_direct")),
         ("Kswapd efficiency", "%", _ratio(mean("pgsteal_kswapd"), k, 100)),
-        ("Kswapd velocity", "pages/s", _ratio(k, mean("elapsed_s"))),
+        ("Kswapd velocity", "pages/s", velocity("pgscan_kswapd")),
         ("Direct efficiency", "%", _ratio(mean("pgsteal_direct"), d, 100)),
-        ("Direct velocity", "pages/s", _ratio(d, mean("elapsed_s"))),
+        ("Direct velocity", "pages/s", velocity("pgscan_direct")),
         ("Percentage direct scans", "%", _ratio(d, d + k, 100)),
         ("Page reclaim immediate", "pages", mean("nr_vmscan_immediate_reclaim")),
         ("Page rescued immediate", "pages", mean("pgrescued")),
@@ -233,13 +234,25 @@ def writeback_cp(iterations, arms, baseline):
     for arm in arms:
         f = it[it["arm"] == arm]
 
+        def counter(frame, key):
+            return frame.get("vmstat." + key, frame.get(key))
+
         def mean(key):
-            col = f.get("vmstat." + key, f.get(key))
+            col = counter(f, key)
             return math.nan if col is None else float(col.mean())
+
+        # An iteration whose alloc was OOM-killed has counters but no
+        # alloc time: its scans must not be divided by the others' time.
+        timed = f[f["elapsed_s"].notna()] if "elapsed_s" in f else f.iloc[0:0]
+
+        def velocity(key):
+            col = counter(timed, key)
+            return (math.nan if col is None or not len(timed)
+                    else _ratio(float(col.sum()), float(timed["elapsed_s"].sum())))
 
         rows += [{"section": "vmstat", "label": label, "unit": unit, "arm": arm,
                   "runs": runs[arm], "n": len(f), "mean": value}
-                 for label, unit, value in _vmstat_rows(mean)]
+                 for label, unit, value in _vmstat_rows(mean, velocity)]
     return pd.DataFrame(rows, columns=["section", "label", "unit", "arm", "runs", "n", "mean",
                                        "stddev", "pct_mean", "pct_stddev"])
 

@@ -167,6 +167,13 @@ def test_an_oom_killed_alloc_counts_and_keeps_its_iteration(results):
     # the OOM-killed iteration has no alloc time, the other one does
     assert cell(t, "alloc", "Elapsed Time", "vanilla", "n") == 1
     assert cell(t, "vmstat", "Direct pages scanned", "vanilla") == 3818852 / 2
+    # velocity: the timed iteration's scans over its own alloc time only
+    it = d.writeback_cp[d.writeback_cp["arm"] == "vanilla"]
+    timed = it[it["elapsed_s"].notna()]
+    assert len(timed) == 1
+    scans = timed.get("vmstat.pgscan_direct", timed.get("pgscan_direct")).iloc[0]
+    assert cell(t, "vmstat", "Direct velocity", "vanilla") == pytest.approx(
+        scans / timed["elapsed_s"].iloc[0])
 
 
 def test_reclaim_throttle_per_iteration_joins_the_table(results):
