@@ -1,7 +1,8 @@
 # memcg-lab: the front door.  `make help` lists what is here.
 SHELL := /bin/bash
 NAME ?=
-ARM ?= vanilla
+# Empty: lab/run-scenario.sh's default arm.
+ARM ?=
 SET ?=
 DEBUG ?=
 RESULTS ?= results
@@ -46,7 +47,7 @@ export MEMCG_LAB_T0
 help:
 	@echo "memcg-lab: LRU_IMMEDIATE experiments on Debian's 6.1 kernel in QEMU"
 	@echo
-	@echo "  make scenario NAME=<scenario> [ARM=vanilla|mglru|keep|activate|immediate] [SET=\"VAR=value ...\"] [DEBUG=1] [KERNEL=<label>]"
+	@echo "  make scenario NAME=<scenario> [ARM=<arm>] [SET=\"VAR=value ...\"] [DEBUG=1] [KERNEL=<label>]"
 	@echo "                     set up what is missing, boot, run, summarise; a SET"
 	@echo "                     value with spaces is quoted: SET='SYSCTLS=\"vm.a=1 vm.b=2\" X=1'"
 	@echo "  make shell [NAME=<scenario>] [SET=...] [DEBUG=1] [KERNEL=<label>]"
@@ -83,6 +84,9 @@ help:
 	@echo "  make distclean     clean, plus the unpacked kernel source and ccache"
 	@echo
 	@echo "scenarios: $(SCENARIOS)"
+	@echo
+	@echo "arms (scenarios/arms.tsv):"
+	@lab/run-scenario.sh --arms
 
 deps:
 	lab/install-deps.sh

@@ -12,13 +12,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from memcg_lab import notebook, report  # noqa: E402
+from memcg_lab import arms_table, notebook, report  # noqa: E402
 
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results")
-    ap.add_argument("--baseline", default="vanilla")
+    ap.add_argument("--baseline", default=arms_table.DEFAULT)
     ap.add_argument("--no-notebook", action="store_true")
     args = ap.parse_args(argv[1:])
     try:

@@ -27,6 +27,9 @@
 #                              its own ledger dir/matrix-ledger-<label>.csv
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+# The arms table: VERDICT_ARMS is checked against it, and an arm's runs
+# and ledger lines from before a rename are found by its old names.
+. "$LAB_ROOT/scenarios/lib/arms.sh"
 
 # The verdict matrix (issue 20), the default of `make matrix`; the
 # Makefile's help prints these lists (matrix.sh defaults), never a copy.
@@ -38,6 +41,15 @@ set -euo pipefail
 VERDICT_SCENARIOS="dirty-neighbour dirty-many dirty-global dirty-self clean-control pinned-floor paced proactive cgroup-v1 dirty-neighbour-ext4"
 VERDICT_ARMS="activate keep immediate mglru"
 VERDICT_RUNS=5
+
+# A choice of arms, not their definition: each must be in the table.
+check_verdict_arms() {
+	local a problem
+	for a in $VERDICT_ARMS; do
+		problem=$(arm_name_problem "$a") || die "VERDICT_ARMS in lab/matrix.sh: $problem"
+	done
+}
+check_verdict_arms
 
 RESULTS=$(realpath -m "${MEMCG_LAB_RESULTS:-$LAB_ROOT/results}")
 # Each kernel has its own ledger: a job done on the lab kernel is not
@@ -81,8 +93,11 @@ job_list() {
 		sort -n | cut -f2-
 }
 
+# A ledger written before an arm was renamed names it by its old name.
 job_done() {
-	[ -f "$LEDGER" ] && grep -qE "^$1,$2,$3,(ok|kernel-trouble)," "$LEDGER"
+	local names
+	names=$(arm_and_old_names "$2" | paste -sd'|')
+	[ -f "$LEDGER" ] && grep -qE "^$1,($names),$3,(ok|kernel-trouble)," "$LEDGER"
 }
 
 # ok, kernel-trouble (the guest kernel failed the run: failure_kind=kernel
@@ -165,14 +180,17 @@ run_kernel_flavour() {
 
 # Complete (result=ok) run folders under the results root of the given
 # scenarios and arms, of any kernel (a folder is <stamp>-<label>-<arm>[.n],
-# before the kernel axis <stamp>-<arm>[.n]: claim_run_folder).
+# before the kernel axis <stamp>-<arm>[.n]: claim_run_folder), with
+# those named by an arm's old name: make report counts them as that arm.
 ok_run_folders() {
-	local s a d
+	local s a name d
 	for s in $1; do
 		for a in $2; do
-			for d in "$RESULTS/$s/"*"-$a" "$RESULTS/$s/"*"-$a".[0-9]*; do
-				is_ok_run "$d" && echo "$d"
-			done
+			while read -r name; do
+				for d in "$RESULTS/$s/"*"-$name" "$RESULTS/$s/"*"-$name".[0-9]*; do
+					is_ok_run "$d" && echo "$d"
+				done
+			done < <(arm_and_old_names "$a")
 		done
 	done
 	return 0

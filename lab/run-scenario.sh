@@ -8,7 +8,8 @@
 #   run-scenario.sh --host-parameters NAME [ARM]
 #                                     print KERNEL_FLAVOUR and TIMEOUT_S as
 #                                     the run would have them (matrix.sh)
-#   run-scenario.sh NAME [ARM]        ARM: vanilla (default) | mglru | keep | activate | immediate
+#   run-scenario.sh --arms            list the arms (scenarios/arms.tsv)
+#   run-scenario.sh NAME [ARM]        ARM: one of scenarios/arms.tsv (default: DEFAULT_ARM)
 #   env SET="VAR=value ..."           override scenario defaults; a value with
 #                                     spaces is quoted as in the shell:
 #                                     SET='SYSCTLS="vm.a=1 vm.b=2" RUNS_S=30'
@@ -28,10 +29,12 @@
 #                                     QMP (the boot-reset retry's test)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+# The arms, what each needs of the kernel: the table's shell reader.
+. "$LAB_ROOT/scenarios/lib/arms.sh"
+# The arm of a run that names none (make scenario without ARM=): the
+# table's first.
+DEFAULT_ARM=${ARM_NAMES[0]}
 
-# keep, activate and immediate need the patch series (the guest says so
-# if the kernel lacks it).
-ARMS="vanilla mglru keep activate immediate"
 RESULTS=$(realpath -m "${MEMCG_LAB_RESULTS:-$LAB_ROOT/results}")
 HANG_S=${MEMCG_LAB_HANG_S:-180}
 # Console lines that make a run failed, whatever the scenario says.
@@ -56,9 +59,8 @@ check_arguments() {
 	[ -n "$NAME" ] || die_usage "NAME is required; scenarios: $valid"
 	[ -f "$LAB_ROOT/scenarios/$NAME.scenario" ] ||
 		die_usage "unknown scenario '$NAME'; scenarios: $valid"
-	case " $ARMS " in *" $ARM "*) ;; *)
-		die_usage "unknown arm '$ARM'; arms: $ARMS" ;;
-	esac
+	local problem
+	problem=$(arm_name_problem "$ARM") || die_usage "$problem"
 	check_kernel_label
 	split_set_assignments
 	local kv
@@ -214,23 +216,28 @@ split_set_assignments() {
 
 # An arm the kernel in KBUILD cannot run is refused before the boot,
 # with the reason (guest-run.sh's apply_arm would fail it minutes later,
-# after the set-up): mglru needs the multi-gen LRU built in, keep and
-# activate the series' vm.reclaim_writeback_policy, immediate also its
-# LRU_IMMEDIATE list.  vanilla runs on any kernel.
+# after the set-up).  What each arm needs is the table's kernel_needs: a
+# line of the build's .config, or a symbol of its System.map, for what
+# no option names (the series' sysctl handler, which every build of the
+# series has whatever its options).
 check_arm_runs_on_kernel() {
-	local config=$KBUILD/.config map=$KBUILD/System.map
-	case $ARM in
-	mglru)
-		grep -qx CONFIG_LRU_GEN=y "$config" ||
-			die_usage "arm mglru needs CONFIG_LRU_GEN=y, which $config does not have"
-		;;
-	keep | activate | immediate)
-		grep -q ' reclaim_wb_policy_handler$' "$map" ||
-			die_usage "arm $ARM needs the patch series' vm.reclaim_writeback_policy, which the kernel in $KBUILD does not have (no reclaim_wb_policy_handler in System.map); arm vanilla runs on any kernel"
-		[ "$ARM" != immediate ] || grep -qx CONFIG_LRU_IMMEDIATE=y "$config" ||
-			die_usage "arm immediate needs CONFIG_LRU_IMMEDIATE=y, which $config does not have"
-		;;
-	esac
+	local config=$KBUILD/.config map=$KBUILD/System.map need needs=() any
+	[ "${ARM_KERNEL_NEEDS[$ARM]}" != - ] || return 0
+	any=$(arms_for_any_kernel)
+	IFS=, read -ra needs <<<"${ARM_KERNEL_NEEDS[$ARM]}"
+	for need in "${needs[@]}"; do
+		case $need in
+		symbol:*)
+			grep -q " ${need#symbol:}\$" "$map" ||
+				die_usage "arm $ARM needs ${need#symbol:} in System.map, which the kernel in $KBUILD does not have; arm $ARM is ${ARM_DESCRIPTION[$ARM]}; arms that run on any kernel: $any"
+			;;
+		CONFIG_*=*)
+			grep -qx "$need" "$config" ||
+				die_usage "arm $ARM needs $need, which $config does not have; arm $ARM is ${ARM_DESCRIPTION[$ARM]}; arms that run on any kernel: $any"
+			;;
+		*) die "scenarios/arms.tsv: arm $ARM needs '$need': neither CONFIG_X=y nor symbol:NAME" ;;
+		esac
+	done
 }
 
 # Host-side parameters (machine shape) of a scenario, with SET applied.
@@ -799,9 +806,14 @@ main() {
 	--check) MODE=check; shift ;;
 	--host-parameters) MODE=host-parameters; shift ;;
 	--shell) MODE=shell; shift ;;
+	--arms)
+		print_arms
+		echo "  without ARM: $DEFAULT_ARM"
+		return 0
+		;;
 	esac
 	NAME=${1:-}
-	ARM=${2:-vanilla}
+	ARM=${2:-$DEFAULT_ARM}
 	check_arguments
 	[ $MODE = check ] && return 0
 	if [ $MODE = host-parameters ]; then

@@ -53,8 +53,8 @@ mkdir -p "$BOOT_RESULTS"
 newest_run() { ls -d "$BOOT_RESULTS/$1"/*-"$2"* | tail -n 1; }
 
 log "boot test: the smoke scenario on the lab kernel in QEMU"
-MEMCG_LAB_RESULTS=$BOOT_RESULTS lab/run-scenario.sh smoke vanilla
-LAB_SMOKE_RUN=$(newest_run smoke vanilla) /usr/bin/python3 -m pytest -q tests/boot/test_smoke_run.py
+MEMCG_LAB_RESULTS=$BOOT_RESULTS lab/run-scenario.sh smoke default
+LAB_SMOKE_RUN=$(newest_run smoke default) /usr/bin/python3 -m pytest -q tests/boot/test_smoke_run.py
 
 # A recipe of its own (LAYOUT_TEST_RUN), so its first run lays out, and
 # its kept disks are removed after.
@@ -113,8 +113,8 @@ LAB_TOGGLE_RUN=$(newest_run tracepoint-toggle activate) \
 # the run's KTAP; a failed run is the boot test's to report, with detail.
 check_invariants_run() {
 	MEMCG_LAB_RESULTS=$BOOT_RESULTS SET="$1" \
-		lab/run-scenario.sh immediate-invariants vanilla || true
-	LAB_INVARIANTS_RUN=$(newest_run immediate-invariants vanilla) \
+		lab/run-scenario.sh immediate-invariants default || true
+	LAB_INVARIANTS_RUN=$(newest_run immediate-invariants default) \
 		/usr/bin/python3 -m pytest -q tests/boot/test_invariants_run.py
 }
 

@@ -16,7 +16,7 @@ import re
 
 import pandas as pd
 
-from memcg_lab import load, metrics, run, validate
+from memcg_lab import arms_table, load, metrics, run, validate
 
 KEY_COLUMNS = ["scenario", "arm", "run"]
 
@@ -159,8 +159,6 @@ def tidy(frames, columns):
     return table[KEY_COLUMNS + [c for c in table.columns if c not in KEY_COLUMNS]]
 
 
-# Known arms in the order a cover letter compares them; others follow.
-ARM_ORDER = ["vanilla", "mglru", "keep", "activate", "immediate"]
 CELL_SEPARATOR = ":"
 
 
@@ -195,7 +193,13 @@ def kernel_order(kernel):
 
 def arm_order(cell):
     """Cells by kernel (the shipped labels first, in lib.sh's order), then
-    by arm."""
+    by arm (arm_rank: the order a cover letter compares them)."""
     kernel, arm = cell_parts(cell)
     return (kernel_order(kernel) if kernel is not None else (-1, ""),
-            ARM_ORDER.index(arm) if arm in ARM_ORDER else len(ARM_ORDER), arm)
+            arm_rank(arm), arm)
+
+
+def arm_rank(arm):
+    """Known arms in the arms table's order, others after."""
+    order = arms_table.ORDER
+    return order.index(arm) if arm in order else len(order)

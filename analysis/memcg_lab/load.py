@@ -14,7 +14,7 @@ import re
 
 import pandas as pd
 
-from memcg_lab import run
+from memcg_lab import arms_table, run
 
 # The arm is the name's last dash-separated part (arms have no dash);
 # a kernel label may hold dashes and dots (pristine-6.1).
@@ -226,14 +226,15 @@ class Run:
         self.path = os.path.abspath(path)
         self.name = os.path.basename(self.path)
         m = RUN_NAME.match(self.name)
-        self.folder_arm = m.group("arm") if m else None
+        # An old arm name (a run from before a rename) is read as today's.
+        self.folder_arm = arms_table.canonical(m.group("arm")) if m else None
         self.folder_kernel = m.group("kernel") if m else None
         self.scenario_dir = os.path.basename(os.path.dirname(self.path))
         self.provenance = read_keyvalue(self.file("provenance.txt"))
         self.status = read_keyvalue(self.file("status.txt"))
         self.params = run.load_parameters(self.file("params-resolved.env"))
         self.build_id = read_text(self.file("kernel-build-id.txt"))
-        self.arm = self.provenance.get("arm", self.folder_arm)
+        self.arm = arms_table.canonical(self.provenance.get("arm", self.folder_arm))
         self.scenario = self.provenance.get("scenario", self.scenario_dir)
         self.kernel = (self.provenance.get("kernel_label") or self.folder_kernel
                        or self.provenance.get("kernel_flavour")

@@ -10,19 +10,17 @@ import matplotlib.colors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from memcg_lab import run  # noqa: E402
+from memcg_lab import arms_table, run  # noqa: E402
 
-# Fixed per known arm so that a figure's colours do not depend on which
-# arms happen to be in it.
-ARM_COLOURS = {"vanilla": "#4d4d4d", "mglru": "#1f77b4", "keep": "#ff7f0e",
-               "activate": "#2ca02c", "immediate": "#d62728"}
+# A known arm's colour is fixed (the arms table's) so that a figure's
+# colours do not depend on which arms happen to be in it.
 SPARE = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 MIB = 1 << 20
 
 
 def arm_colour(arm):
-    if arm in ARM_COLOURS:
-        return ARM_COLOURS[arm]
+    if arm in arms_table.COLOURS:
+        return arms_table.COLOURS[arm]
     return SPARE[sum(map(ord, arm)) % len(SPARE)]
 
 

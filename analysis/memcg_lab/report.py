@@ -9,7 +9,7 @@ import os
 import pandas as pd
 
 from memcg_lab import metrics as mx
-from memcg_lab import collect, load, plots, run, stats, tables
+from memcg_lab import arms_table, collect, load, plots, run, stats, tables
 
 BOX_METRICS = ["nb_psi_some_s", "nb_system_s"]
 
@@ -43,13 +43,24 @@ def resolve_cell(cells, wanted):
 
 
 def choose_baseline(arms, wanted):
-    """(baseline, note): the asked-for cell (resolve_cell), else vanilla,
-    else the first."""
+    """(baseline, note): the asked-for cell (resolve_cell), else the
+    default arm (the arms table's first), else the first."""
     baseline = resolve_cell(arms, wanted)
     if baseline is not None:
         return baseline, None
-    fallback = resolve_cell(arms, "vanilla") or arms[0]
+    fallback = resolve_cell(arms, arms_table.DEFAULT) or arms[0]
     return fallback, f"baseline arm {wanted} has no valid runs here; compared against {fallback}"
+
+
+def check_baseline_name(baseline):
+    """Refuses a baseline named by an arm's old name, naming the new one,
+    as the runner refuses ARM=<old name>: runs of it are filed under the
+    new name, and the old one would quietly match none."""
+    kernel, arm = collect.cell_parts(baseline)
+    if arm in arms_table.RENAMED:
+        new = arms_table.RENAMED[arm]
+        raise ReportError(f"baseline arm '{arm}' is now called '{new}' "
+                          f"(BASELINE={collect.cell_name(kernel, new) if kernel else new})")
 
 
 def representative_run(ds, scenario, arm):
@@ -259,10 +270,11 @@ def sampler_cost_lines(runs):
     return lines + ([""] if lines else [])
 
 
-def build(results, baseline="vanilla", stamp=None):
+def build(results, baseline=arms_table.DEFAULT, stamp=None):
     """Writes the report; returns (folder, dataset)."""
     if not os.path.isdir(results):
         raise ReportError(f"{results}: no such results folder")
+    check_baseline_name(baseline)
     ds = collect.Dataset(results)
     if ds.runs.empty:
         raise ReportError(f"{results}: no run folders (<timestamp>-<kernel>-<arm>) found")

@@ -7,6 +7,8 @@ over them would describe no kernel in particular.
 """
 from collections import Counter
 
+from memcg_lab import arms_table
+
 REQUIRED = ["status.txt", "provenance.txt", "samples.csv", "phases.csv",
             "params-resolved.env", "kernel-build-id.txt"]
 
@@ -17,15 +19,6 @@ VOLATILE_PARAMS = {"FUNCNAME", "DIRSTACK", "BASH_ARGC", "BASH_ARGV", "BASH_LINEN
                    "BASH_SOURCE", "BASH_VERSINFO", "BASH_VERSION", "THROTTLE_REQUESTS",
                    "OUT", "ARM", "LAB", "SCENARIO_DIR"}
 
-
-# Arms in which the precondition's share is an outcome of the policy under
-# test, not a property of the workload: under "immediate", folios whose
-# writeback ends are unparked to the inactive tail, where reclaim finds
-# them clean, so the dirtier's file LRU holds fewer writeback folios for
-# the same writer (dirty-neighbour: median 75% of the file LRU, against
-# 100% under activate and keep).  Such runs are not excluded for it; the
-# workload is judged in the arms that leave writeback folios in place.
-PRECONDITION_IS_OUTCOME = {"immediate"}
 
 # Parameters that name the kernel (params.env's KERNEL_LABEL): the cell
 # holds it already, runs from before it have none, and it differs
@@ -54,14 +47,16 @@ def run_problem(r, summary, error=None):
         return f"failed: result={r.status.get('result')} {r.status.get('reason', '')}".rstrip()
     if missing:
         return "incomplete: missing " + ", ".join(missing)
-    if r.folder_arm is not None and r.provenance.get("arm") != r.folder_arm:
+    # Names compared as today's arms: a run from before a rename may have
+    # been relabelled in part (its folder, not its provenance.txt).
+    if r.folder_arm is not None and arms_table.canonical(r.provenance.get("arm")) != r.folder_arm:
         return (f"mislabelled: folder says arm {r.folder_arm}, provenance.txt says "
                 f"arm={r.provenance.get('arm')}")
     if (r.folder_kernel is not None and "kernel_label" in r.provenance
             and r.provenance["kernel_label"] != r.folder_kernel):
         return (f"mislabelled: folder says kernel {r.folder_kernel}, provenance.txt says "
                 f"kernel_label={r.provenance['kernel_label']}")
-    if r.params.get("ARM", r.arm) != r.arm:
+    if arms_table.canonical(r.params.get("ARM", r.arm)) != r.arm:
         return f"mislabelled: provenance arm={r.arm}, guest ran ARM={r.params.get('ARM')}"
     if summary is None:
         return f"unreadable: {error}"
@@ -76,7 +71,16 @@ def run_problem(r, summary, error=None):
         c = failed[0]
         got = "no samples" if c["median_mib"] is None else f"median {c['median_mib']:.1f} MiB"
         return f"precondition not met: {c['what']} ({got})"
-    if pre["met"] is False and r.arm not in PRECONDITION_IS_OUTCOME:
+    # In some arms the precondition's share is an outcome of the policy
+    # under test, not a property of the workload (the arms table's
+    # precondition_is_outcome): under "immediate", folios whose writeback
+    # ends are unparked to the inactive tail, where reclaim finds them
+    # clean, so the dirtier's file LRU holds fewer writeback folios for
+    # the same writer (dirty-neighbour: median 75% of the file LRU,
+    # against 100% under activate and keep).  Such runs are not excluded
+    # for it; the workload is judged in the arms that leave writeback
+    # folios in place.
+    if pre["met"] is False and r.arm not in arms_table.PRECONDITION_IS_OUTCOME:
         median = pre.get("writeback_of_file_lru_median")
         got = "no dirtier samples" if median is None else f"median {median:.1%}"
         return (f"precondition not met: dirtier writeback share of file LRU {got} "

@@ -247,23 +247,26 @@ resolve_parameters() {
 		>"$OUT/params-resolved.env"
 }
 
-# vanilla: whatever the kernel boots with (6.1 upstream behaviour, also
-# on a patched kernel); mglru: the multi-gen LRU; keep / activate /
-# immediate: the patch series' vm.reclaim_writeback_policy.
 WRITEBACK_POLICY=/proc/sys/vm/reclaim_writeback_policy
+# An arm writes one value into one kernel file, or nothing (the table's
+# guest_write).  The host refuses an arm the kernel cannot run before
+# the boot (check_arm_runs_on_kernel, on its .config and System.map);
+# the guest checks again on the running kernel, and names what is
+# missing, rather than measure under the wrong policy.
 apply_arm() {
-	case $ARM in
-	vanilla) ;;
-	mglru) echo y >/sys/kernel/mm/lru_gen/enabled ||
-		die "cannot enable MGLRU (/sys/kernel/mm/lru_gen/enabled)" ;;
-	keep | activate | immediate)
-		[ -f "$WRITEBACK_POLICY" ] ||
-			die "arm $ARM needs the lab's patch series: $WRITEBACK_POLICY is missing"
-		echo "$ARM" >"$WRITEBACK_POLICY" ||
-			die "the kernel refused $ARM in $WRITEBACK_POLICY (CONFIG_LRU_IMMEDIATE=n?)"
-		;;
-	*) die "arm $ARM is not known to this runner" ;;
-	esac
+	local problem write file value
+	# The arms table (/lab/arms.tsv) and its reader, loaded here, their
+	# one user, so that sourcing this file (as tests do) needs no /lab.
+	. "$LAB/lib/arms.sh"
+	problem=$(arm_name_problem "$ARM") || die "$problem"
+	write=${ARM_GUEST_WRITE[$ARM]}
+	if [ "$write" != - ]; then
+		file=${write%%=*} value=${write#*=}
+		[ -e "$file" ] ||
+			die "arm $ARM writes $file, which this kernel does not have (it needs ${ARM_KERNEL_NEEDS[$ARM]})"
+		echo "$value" >"$file" ||
+			die "the kernel refused $value in $file (arm $ARM needs ${ARM_KERNEL_NEEDS[$ARM]})"
+	fi
 	{
 		echo "arm=$ARM"
 		echo "lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"

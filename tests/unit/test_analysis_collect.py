@@ -10,11 +10,11 @@ from memcg_lab import collect, load, run
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "fixtures", "runs")
-VANILLA = "dirty-neighbour/20261203T231532Z-vanilla"
+DEFAULT_RUN = "dirty-neighbour/20261203T231532Z-default"
 MGLRU = "dirty-neighbour/20261203T232812Z-mglru"   # real, but has no status.txt
-SMOKE = "smoke/20261203T232633Z-vanilla"
-WRITEBACK_CP = "writeback-cp/20261204T010529Z-vanilla"
-PROACTIVE = "proactive/20261203T233444Z-vanilla"
+SMOKE = "smoke/20261203T232633Z-vanilla"   # the old arm name: read as default
+WRITEBACK_CP = "writeback-cp/20261204T010529Z-default"
+PROACTIVE = "proactive/20261203T233444Z-default"
 
 
 def copy_run(tmp_path, src, dest=None):
@@ -48,9 +48,9 @@ def reasons(tmp_path):
 
 def test_fixture_tree_loads_into_tidy_tables():
     d = collect.Dataset(FIXTURES)
-    assert sorted(d.runs["run"]) == sorted([VANILLA, MGLRU, SMOKE, WRITEBACK_CP, PROACTIVE])
-    assert d.runs.set_index("run").loc[VANILLA, "valid"]
-    v = d.metrics[d.metrics["run"] == VANILLA].set_index("metric")["value"]
+    assert sorted(d.runs["run"]) == sorted([DEFAULT_RUN, MGLRU, SMOKE, WRITEBACK_CP, PROACTIVE])
+    assert d.runs.set_index("run").loc[DEFAULT_RUN, "valid"]
+    v = d.metrics[d.metrics["run"] == DEFAULT_RUN].set_index("metric")["value"]
     # the real run's summary.json: some.total 90722546 us over 111.93 s
     assert v["nb_psi_some_s"] == pytest.approx(90.722546)
     assert v["nb_psi_some_pct"] == pytest.approx(90.722546 / 111.93 * 100)
@@ -59,8 +59,8 @@ def test_fixture_tree_loads_into_tidy_tables():
     # 190.998, just after the phase's end (run.delta)
     assert v["dirtier_efficiency_pct"] == pytest.approx(
         (144932 - 30117) / (31637404 - 849132) * 100)
-    assert len(d.probe[d.probe["run"] == VANILLA]) == 12
-    assert set(d.fio[d.fio["run"] == VANILLA]["job"]) == {"dirtier", "neighbour-read"}
+    assert len(d.probe[d.probe["run"] == DEFAULT_RUN]) == 12
+    assert set(d.fio[d.fio["run"] == DEFAULT_RUN]["job"]) == {"dirtier", "neighbour-read"}
     assert d.attribution.empty
 
 
@@ -72,7 +72,7 @@ def metrics_with_throttle(tmp_path, run_dir, csv_text):
 
 def test_reclaim_throttle_sleeps_are_metrics_where_recorded(tmp_path):
     # The fixture predates reclaim-throttle.csv: no value, not zero.
-    p = copy_run(tmp_path, VANILLA)
+    p = copy_run(tmp_path, DEFAULT_RUN)
     d = collect.Dataset(tmp_path)
     v = d.metrics.set_index("metric")["value"]
     assert "throttled_s" not in v.index and "throttled_writeback_s" not in v.index
@@ -91,7 +91,7 @@ def test_reclaim_throttle_sleeps_are_metrics_where_recorded(tmp_path):
 
 def test_parked_waits_are_metrics_per_reason_and_cgroup(tmp_path):
     v = metrics_with_throttle(
-        tmp_path, copy_run(tmp_path, VANILLA),
+        tmp_path, copy_run(tmp_path, DEFAULT_RUN),
         "phase,reason,comm,pid,sleeps,delayed_us,cgroup\n"
         "neighbour,parked,lab-mmap-probe,300,2,1800000,lab.slice/neighbour.scope\n"
         "neighbour,parked,fio,280,5,4500000,lab.slice/dirtier.scope\n"
@@ -115,30 +115,30 @@ def test_fio_report_after_signal_lines_is_parsed():
 
 
 def test_failed_run_is_excluded_with_its_reason(tmp_path):
-    p = copy_run(tmp_path, VANILLA)
+    p = copy_run(tmp_path, DEFAULT_RUN)
     (p / "status.txt").write_text("result=failed\nreason=guest hang: no console output for 180 s\n")
-    assert reasons(tmp_path)[VANILLA] == "failed: result=failed guest hang: no console output for 180 s"
+    assert reasons(tmp_path)[DEFAULT_RUN] == "failed: result=failed guest hang: no console output for 180 s"
 
 
 def test_missing_samples_is_incomplete(tmp_path):
-    p = copy_run(tmp_path, VANILLA)
+    p = copy_run(tmp_path, DEFAULT_RUN)
     (p / "samples.csv").unlink()
-    assert reasons(tmp_path)[VANILLA] == "incomplete: missing samples.csv"
+    assert reasons(tmp_path)[DEFAULT_RUN] == "incomplete: missing samples.csv"
 
 
 def test_broken_samples_are_unreadable(tmp_path):
-    p = copy_run(tmp_path, VANILLA)
+    p = copy_run(tmp_path, DEFAULT_RUN)
     with open(p / "samples.csv", "a") as f:
         f.write("1,2,3\n")
-    assert "unreadable:" in reasons(tmp_path)[VANILLA]
-    assert "expected 4 fields" in reasons(tmp_path)[VANILLA]
+    assert "unreadable:" in reasons(tmp_path)[DEFAULT_RUN]
+    assert "expected 4 fields" in reasons(tmp_path)[DEFAULT_RUN]
 
 
 def test_failed_precondition_is_excluded(tmp_path):
     # transform: the dirtier's file_writeback samples set to 0
-    p = copy_run(tmp_path, VANILLA)
+    p = copy_run(tmp_path, DEFAULT_RUN)
     zero_dirtier_writeback(p)
-    assert reasons(tmp_path)[VANILLA] == ("precondition not met: dirtier writeback share "
+    assert reasons(tmp_path)[DEFAULT_RUN] == ("precondition not met: dirtier writeback share "
                                          "of file LRU median 0.0% < 80%")
 
 
@@ -152,9 +152,9 @@ def zero_dirtier_writeback(path):
 def test_precondition_is_not_held_against_the_immediate_arm(tmp_path):
     # transform: relabelled as an immediate run, writeback samples set to 0
     name = "dirty-neighbour/20261203T231532Z-immediate"
-    p = copy_run(tmp_path, VANILLA, name)
-    edit(p / "provenance.txt", "arm=vanilla", "arm=immediate")
-    edit(p / "params-resolved.env", "ARM=vanilla", "ARM=immediate")
+    p = copy_run(tmp_path, DEFAULT_RUN, name)
+    edit(p / "provenance.txt", "arm=default", "arm=immediate")
+    edit(p / "params-resolved.env", "ARM=default", "ARM=immediate")
     zero_dirtier_writeback(p)
     assert run.summarise(p)["precondition"]["met"] is False   # still reported
     row = collect.Dataset(tmp_path).runs.set_index("run").loc[name]
@@ -163,32 +163,32 @@ def test_precondition_is_not_held_against_the_immediate_arm(tmp_path):
 
 
 def test_folder_and_provenance_arms_must_agree(tmp_path):
-    p = copy_run(tmp_path, VANILLA, "dirty-neighbour/20261203T231532Z-keep")
+    p = copy_run(tmp_path, DEFAULT_RUN, "dirty-neighbour/20261203T231532Z-keep")
     assert "mislabelled: folder says arm keep" in reasons(tmp_path)[
         "dirty-neighbour/20261203T231532Z-keep"]
     assert p.exists()
 
 
 def test_odd_kernel_build_id_in_an_arm_is_excluded(tmp_path):
-    # three copies of the real vanilla run; the third claims another kernel
+    # three copies of the real default run; the third claims another kernel
     for n in ("", ".2", ".3"):
-        copy_run(tmp_path, VANILLA, VANILLA + n)
-    (tmp_path / (VANILLA + ".3") / "kernel-build-id.txt").write_text("deadbeef\n")
+        copy_run(tmp_path, DEFAULT_RUN, DEFAULT_RUN + n)
+    (tmp_path / (DEFAULT_RUN + ".3") / "kernel-build-id.txt").write_text("deadbeef\n")
     r = reasons(tmp_path)
-    assert r[VANILLA] == "" and r[VANILLA + ".2"] == ""
-    assert r[VANILLA + ".3"].startswith("mixed arm: kernel build id deadbeef differs")
+    assert r[DEFAULT_RUN] == "" and r[DEFAULT_RUN + ".2"] == ""
+    assert r[DEFAULT_RUN + ".3"].startswith("mixed arm: kernel build id deadbeef differs")
 
 
 def test_runs_from_before_the_tsc_fix_are_kept_apart(tmp_path):
     # The fixture runs predate host_tsc_khz (jiffies clocks); a newer run
     # in the same arm is the odd one out.
     for n in ("", ".2", ".3"):
-        copy_run(tmp_path, VANILLA, VANILLA + n)
-    with open(tmp_path / (VANILLA + ".3") / "provenance.txt", "a") as f:
+        copy_run(tmp_path, DEFAULT_RUN, DEFAULT_RUN + n)
+    with open(tmp_path / (DEFAULT_RUN + ".3") / "provenance.txt", "a") as f:
         f.write("host_tsc_khz=2596128\n")
     r = reasons(tmp_path)
-    assert r[VANILLA] == "" and r[VANILLA + ".2"] == ""
-    assert r[VANILLA + ".3"].startswith("mixed arm: guest TSC kHz (host_tsc_khz) 2596128 differs")
+    assert r[DEFAULT_RUN] == "" and r[DEFAULT_RUN + ".2"] == ""
+    assert r[DEFAULT_RUN + ".3"].startswith("mixed arm: guest TSC kHz (host_tsc_khz) 2596128 differs")
 
 
 @pytest.mark.parametrize("key,value,what", [
@@ -197,40 +197,40 @@ def test_runs_from_before_the_tsc_fix_are_kept_apart(tmp_path):
 def test_runs_of_another_accelerator_or_host_cpu_are_not_averaged_in(tmp_path, key, value,
                                                                      what):
     for n in ("", ".2", ".3"):
-        copy_run(tmp_path, VANILLA, VANILLA + n)
-        with open(tmp_path / (VANILLA + n) / "provenance.txt", "a") as f:
+        copy_run(tmp_path, DEFAULT_RUN, DEFAULT_RUN + n)
+        with open(tmp_path / (DEFAULT_RUN + n) / "provenance.txt", "a") as f:
             f.write(f"{key}={value if n == '.3' else 'x'}\n")
     r = reasons(tmp_path)
-    assert r[VANILLA] == "" and r[VANILLA + ".2"] == ""
-    assert r[VANILLA + ".3"].startswith(f"mixed arm: {what} {value} differs from the arm's x")
+    assert r[DEFAULT_RUN] == "" and r[DEFAULT_RUN + ".2"] == ""
+    assert r[DEFAULT_RUN + ".3"].startswith(f"mixed arm: {what} {value} differs from the arm's x")
 
 
 def test_build_ids_without_majority_exclude_the_arm(tmp_path):
-    copy_run(tmp_path, VANILLA)
-    copy_run(tmp_path, VANILLA, VANILLA + ".2")
-    (tmp_path / (VANILLA + ".2") / "kernel-build-id.txt").write_text("deadbeef\n")
+    copy_run(tmp_path, DEFAULT_RUN)
+    copy_run(tmp_path, DEFAULT_RUN, DEFAULT_RUN + ".2")
+    (tmp_path / (DEFAULT_RUN + ".2") / "kernel-build-id.txt").write_text("deadbeef\n")
     assert all("no majority" in v for v in reasons(tmp_path).values())
 
 
 def test_odd_parameters_in_an_arm_are_excluded(tmp_path):
     for n in ("", ".2", ".3"):
-        copy_run(tmp_path, VANILLA, VANILLA + n)
-    edit(tmp_path / (VANILLA + ".2") / "params-resolved.env", "PARENT_MAX_MB=592", "PARENT_MAX_MB=600")
+        copy_run(tmp_path, DEFAULT_RUN, DEFAULT_RUN + n)
+    edit(tmp_path / (DEFAULT_RUN + ".2") / "params-resolved.env", "PARENT_MAX_MB=592", "PARENT_MAX_MB=600")
     r = reasons(tmp_path)
-    assert "PARENT_MAX_MB=600" in r[VANILLA + ".2"]
-    assert r[VANILLA] == "" and r[VANILLA + ".3"] == ""
+    assert "PARENT_MAX_MB=600" in r[DEFAULT_RUN + ".2"]
+    assert r[DEFAULT_RUN] == "" and r[DEFAULT_RUN + ".3"] == ""
 
 
 def test_lab_plumbing_parameters_do_not_split_an_arm(tmp_path):
-    copy_run(tmp_path, VANILLA)
-    copy_run(tmp_path, VANILLA, VANILLA + ".2")
-    with open(tmp_path / (VANILLA + ".2") / "params-resolved.env", "a") as f:
+    copy_run(tmp_path, DEFAULT_RUN)
+    copy_run(tmp_path, DEFAULT_RUN, DEFAULT_RUN + ".2")
+    with open(tmp_path / (DEFAULT_RUN + ".2") / "params-resolved.env", "a") as f:
         f.write("SCENARIO_DIR=/lab\nFUNCNAME=([0]=x)\n")
     assert set(reasons(tmp_path).values()) == {""}
 
 
 def test_arms_differing_in_parameters_get_a_note(tmp_path):
-    copy_run(tmp_path, VANILLA)
+    copy_run(tmp_path, DEFAULT_RUN)
     p = copy_run(tmp_path, MGLRU)
     (p / "status.txt").write_text("result=ok\n")   # transform: the real run has none
     edit(p / "params-resolved.env", "PARENT_MAX_MB=592", "PARENT_MAX_MB=600")
@@ -242,14 +242,14 @@ def test_arms_differing_in_parameters_get_a_note(tmp_path):
 
 def test_report_folders_are_not_runs(tmp_path):
     copy_run(tmp_path, SMOKE)
-    (tmp_path / "report" / "20261203T000000Z-vanilla").mkdir(parents=True)
+    (tmp_path / "report" / "20261203T000000Z-default").mkdir(parents=True)
     assert load.find_runs(tmp_path) == [str(tmp_path / SMOKE)]
 
 
 def test_attribution_columns_are_checked(tmp_path):
-    p = copy_run(tmp_path, VANILLA)
+    p = copy_run(tmp_path, DEFAULT_RUN)
     (p / "attribution.csv").write_text("reclaimer_cgroup,nr_scanned\nx,1\n")
-    assert "missing columns" in reasons(tmp_path)[VANILLA]
+    assert "missing columns" in reasons(tmp_path)[DEFAULT_RUN]
     with pytest.raises(run.RunError):
         load.Run(p).attribution()
 
@@ -259,7 +259,7 @@ def test_run_summary_cli_agrees_with_the_report(tmp_path):
     import json
     import subprocess
     import sys
-    p = copy_run(tmp_path, VANILLA)
+    p = copy_run(tmp_path, DEFAULT_RUN)
     script = os.path.join(os.path.dirname(os.path.dirname(run.__file__)), "run_summary.py")
     done = subprocess.run([sys.executable, script, str(p)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -274,16 +274,16 @@ def test_run_summary_cli_agrees_with_the_report(tmp_path):
 
 def test_run_in_progress_is_incomplete_not_unreadable(tmp_path):
     # a run the guest is still writing: no status.txt and no phases.csv yet
-    p = copy_run(tmp_path, VANILLA)
+    p = copy_run(tmp_path, DEFAULT_RUN)
     (p / "status.txt").unlink()
     (p / "phases.csv").unlink()
-    assert reasons(tmp_path)[VANILLA].startswith("incomplete: status.txt missing")
+    assert reasons(tmp_path)[DEFAULT_RUN].startswith("incomplete: status.txt missing")
 
 
 def test_attribution_in_lab_reclaim_attrib_format_is_loaded(tmp_path):
     # header and row shape of guest-rootfs/tools/lab-reclaim-attrib.c
     # (extra columns, reclaim_ns left empty); values made up for the test
-    p = copy_run(tmp_path, VANILLA)
+    p = copy_run(tmp_path, DEFAULT_RUN)
     (p / "attribution.csv").write_text(
         "reclaimer_cgroup,scanned_cgroup,target_cgroup,lru,nr_scanned,"
         "nr_reclaimed,nr_writeback,nr_immediate,events,reclaim_ns\n"
@@ -296,7 +296,7 @@ def test_attribution_in_lab_reclaim_attrib_format_is_loaded(tmp_path):
 
 
 def test_a_run_whose_attribution_lost_events_is_excluded(tmp_path):
-    p = copy_run(tmp_path, VANILLA)
+    p = copy_run(tmp_path, DEFAULT_RUN)
     (p / "attribution.csv").write_text(
         "reclaimer_cgroup,scanned_cgroup,nr_scanned,nr_reclaimed,reclaim_ns,events,"
         "target_cgroup,lru,nr_writeback,nr_immediate\n"
@@ -305,16 +305,16 @@ def test_a_run_whose_attribution_lost_events_is_excluded(tmp_path):
                                               "lab.slice/dirtier.scope,0,10\n")
     (p / "attribution.csv.meta").write_text("mode=patched\nsource=hist\nhist_dropped=3\n"
                                             "lost_rows=0\n")
-    assert reasons(tmp_path)[VANILLA] == "lossy attribution: hist_dropped=3 (attribution.csv.meta)"
+    assert reasons(tmp_path)[DEFAULT_RUN] == "lossy attribution: hist_dropped=3 (attribution.csv.meta)"
     (p / "attribution.csv.meta").write_text("mode=patched\nsource=hist\nhist_dropped=0\n"
                                             "lost_rows=0\n")
-    assert reasons(tmp_path)[VANILLA] == ""
+    assert reasons(tmp_path)[DEFAULT_RUN] == ""
 
 
 def test_global_reclaim_and_device_stalls_are_metrics(tmp_path):
     # The fixture has no vmstat rows: give it some at the phase's edges
     # (78.62, 190.55) and in between.
-    p = copy_run(tmp_path, VANILLA)
+    p = copy_run(tmp_path, DEFAULT_RUN)
     rows = []
     for t, movable, normal, kswapd, written in [(78.7, 10, 1, 500, 0), (120.0, 20, 2, 900, 0),
                                                 (130.0, 30, 2, 950, 0), (190.5, 40, 3, 1500, 800)]:
@@ -324,7 +324,7 @@ def test_global_reclaim_and_device_stalls_are_metrics(tmp_path):
     with open(p / "samples.csv", "a") as f:
         f.write("\n".join(rows) + "\n")
     v = collect.Dataset(tmp_path).metrics
-    v = v[v["run"] == VANILLA].set_index("metric")["value"]
+    v = v[v["run"] == DEFAULT_RUN].set_index("metric")["value"]
     assert v["vm_allocstall"] == (40 - 10) + (3 - 1)
     assert v["vm_pgscan_kswapd"] == 1000
     # nr_written still from 78.7 to 130.0 with writeback pending.

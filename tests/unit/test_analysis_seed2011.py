@@ -122,11 +122,11 @@ def test_change_from_zero_keeps_its_sign():
 
 
 def test_steps_pair_arms_of_one_kernel():
-    assert stats.lab_steps(["vanilla", "keep", "activate", "immediate"]) == [
+    assert stats.lab_steps(["default", "keep", "activate", "immediate"]) == [
         ("keep", "immediate"), ("activate", "immediate")]
     assert stats.lab_steps(["lab:keep", "lab:immediate", "other:activate"]) == [
         ("lab:keep", "lab:immediate")]
-    assert stats.lab_steps(["vanilla", "immediate"]) == []
+    assert stats.lab_steps(["default", "immediate"]) == []
 
 
 def immediate_like(pairs):
@@ -219,7 +219,7 @@ def test_report_puts_the_grid_by_the_runs_thp(results):
     assert "beside 2011: writebackCPDevicevfat" in cover
     assert "beside 2011: writebackCPDevicevfat" in md
     for arm in ("keep", "immediate"):
-        edit(results / WRITEBACK_CP.replace("-vanilla", f"-{arm}") / "params-resolved.env",
+        edit(results / WRITEBACK_CP.replace("-default", f"-{arm}") / "params-resolved.env",
              "THP=always", "THP=never")
     out, _ = report.build(str(results), "keep", stamp="never")
     md, cover = report_texts(out, "writeback-cp", ["writeback-cp-2011.csv"])
@@ -228,7 +228,7 @@ def test_report_puts_the_grid_by_the_runs_thp(results):
 
 def test_report_has_no_grid_without_a_2011_counterpart(results):
     for arm in ("keep", "immediate"):
-        edit(results / WRITEBACK_CP.replace("-vanilla", f"-{arm}") / "params-resolved.env",
+        edit(results / WRITEBACK_CP.replace("-default", f"-{arm}") / "params-resolved.env",
              "THP=always", "THP=madvise")
     out, _ = report.build(str(results), "keep", stamp="madvise")
     md, cover = report_texts(out, "writeback-cp", ["writeback-cp.txt"])

@@ -54,9 +54,9 @@ def test_improvement_sign_follows_the_metric_direction():
 
 
 def test_compare_against_the_baseline():
-    t = table({("vanilla", "nb_psi_some_s"): [10, 12, 14], ("mglru", "nb_psi_some_s"): [5, 6, 7],
-               ("vanilla", "nb_read_MiBps"): [2, 3, 4], ("mglru", "nb_read_MiBps"): [3, 4, 5]})
-    c = stats.compare(t, ["vanilla", "mglru"], "vanilla").set_index(["metric", "arm"])
+    t = table({("default", "nb_psi_some_s"): [10, 12, 14], ("mglru", "nb_psi_some_s"): [5, 6, 7],
+               ("default", "nb_read_MiBps"): [2, 3, 4], ("mglru", "nb_read_MiBps"): [3, 4, 5]})
+    c = stats.compare(t, ["default", "mglru"], "default").set_index(["metric", "arm"])
     psi = c.loc[("nb_psi_some_s", "mglru")]
     assert psi["pct_mean"] == pytest.approx(50)       # (12 - 6) / 12, lower is better
     assert psi["pct_stddev"] == pytest.approx(50)     # (2 - 1) / 2
@@ -66,7 +66,7 @@ def test_compare_against_the_baseline():
     assert read["pct_mean"] == pytest.approx(100 / 3)  # (4 - 3) / 3, higher is better
     assert not read["significant"] and read["ranges_overlap"] is True
     assert read["welch_p"] == pytest.approx(0.2879, abs=1e-4)
-    base = c.loc[("nb_psi_some_s", "vanilla")]
+    base = c.loc[("nb_psi_some_s", "default")]
     assert base["pct_mean"] == 0 and math.isnan(base["welch_p"])
     # metrics without any value are left out rather than shown as n/a rows
     assert set(c.index.get_level_values("metric")) == {"nb_psi_some_s", "nb_read_MiBps"}
@@ -74,8 +74,8 @@ def test_compare_against_the_baseline():
 
 def test_compare_refuses_a_baseline_without_runs():
     t = table({("mglru", "nb_psi_some_s"): [1, 2]})
-    with pytest.raises(ValueError, match="baseline arm 'vanilla' has no valid runs"):
-        stats.compare(t, ["mglru"], "vanilla")
+    with pytest.raises(ValueError, match="baseline arm 'default' has no valid runs"):
+        stats.compare(t, ["mglru"], "default")
 
 
 def test_latency_percentiles_pool_probe_bursts_and_average_fio_runs():

@@ -1,6 +1,6 @@
 """The writeback-cp scenario's cover-letter table on the trimmed real run
-tests/fixtures/runs/writeback-cp/20261204T010529Z-vanilla (2 iterations,
-lab kernel, vanilla arm).  A second arm is a labelled synthetic copy of
+tests/fixtures/runs/writeback-cp/20261204T010529Z-default (2 iterations,
+lab kernel, default arm).  A second arm is a labelled synthetic copy of
 it (as_arm): its alloc times halved and its series counters made "na",
 as a kernel without the patch series writes them."""
 import math
@@ -9,18 +9,18 @@ import os
 import pytest
 
 from memcg_lab import collect, load, report, stats, tables
-from test_analysis_collect import (FIXTURES, VANILLA, WRITEBACK_CP, copy_run, reasons,
+from test_analysis_collect import (FIXTURES, DEFAULT_RUN, WRITEBACK_CP, copy_run, reasons,
                                    report_texts)
 
 
 def as_arm(results, arm, transform):
     """A copy of the real run labelled arm, writeback-cp.csv rows passed
     through transform(dict of column -> value) (header order kept)."""
-    p = copy_run(results, WRITEBACK_CP, WRITEBACK_CP.replace("-vanilla", f"-{arm}"))
+    p = copy_run(results, WRITEBACK_CP, WRITEBACK_CP.replace("-default", f"-{arm}"))
     for name in ("provenance.txt", "params-resolved.env"):
         text = (p / name).read_text()
-        (p / name).write_text(text.replace("arm=vanilla", f"arm={arm}")
-                              .replace("ARM=vanilla", f"ARM={arm}"))
+        (p / name).write_text(text.replace("arm=default", f"arm={arm}")
+                              .replace("ARM=default", f"ARM={arm}"))
     lines = (p / "writeback-cp.csv").read_text().splitlines()
     header = lines[0].split(",")
     out = [lines[0]]
@@ -71,33 +71,33 @@ def test_repeated_names_keep_both_windows_and_not_available_is_nan():
 def test_cover_letter_figures_of_the_real_run():
     d = collect.Dataset(FIXTURES)
     it = d.writeback_cp[d.writeback_cp["scenario"] == "writeback-cp"]
-    t = stats.writeback_cp(it, ["vanilla"], "vanilla")
-    assert cell(t, "alloc", "System Time", "vanilla") == pytest.approx((4.476319 + 6.759973) / 2)
-    assert cell(t, "alloc", "Elapsed Time", "vanilla", "stddev") == pytest.approx(
+    t = stats.writeback_cp(it, ["default"], "default")
+    assert cell(t, "alloc", "System Time", "default") == pytest.approx((4.476319 + 6.759973) / 2)
+    assert cell(t, "alloc", "Elapsed Time", "default", "stddev") == pytest.approx(
         abs(13.021021 - 5.402179) / math.sqrt(2))
-    assert cell(t, "alloc", "Fault Fallback", "vanilla") == 259
-    assert cell(t, "alloc", "Elapsed Time", "vanilla", "n") == 2
-    assert math.isnan(cell(t, "alloc", "THP Active", "vanilla"))
-    assert cell(t, "alloc", "THP Active", "vanilla", "n") == 0
-    assert cell(t, "vmstat", "Direct pages scanned", "vanilla") == 3818852 / 2
-    assert cell(t, "vmstat", "Kswapd efficiency", "vanilla") == pytest.approx(
+    assert cell(t, "alloc", "Fault Fallback", "default") == 259
+    assert cell(t, "alloc", "Elapsed Time", "default", "n") == 2
+    assert math.isnan(cell(t, "alloc", "THP Active", "default"))
+    assert cell(t, "alloc", "THP Active", "default", "n") == 0
+    assert cell(t, "vmstat", "Direct pages scanned", "default") == 3818852 / 2
+    assert cell(t, "vmstat", "Kswapd efficiency", "default") == pytest.approx(
         (159190 + 137697) / (225658 + 805317) * 100)
     # pages scanned per second of alloc: totals over totals
-    assert cell(t, "vmstat", "Direct velocity", "vanilla") == pytest.approx(
+    assert cell(t, "vmstat", "Direct velocity", "default") == pytest.approx(
         3818852 / (5.402179 + 13.021021))
-    assert cell(t, "vmstat", "Percentage direct scans", "vanilla") == pytest.approx(
+    assert cell(t, "vmstat", "Percentage direct scans", "default") == pytest.approx(
         3818852 / (3818852 + 225658 + 805317) * 100)
-    assert cell(t, "vmstat", "Page reclaim immediate", "vanilla") == 46
-    assert cell(t, "vmstat", "Page rescued immediate", "vanilla") == 0
-    assert cell(t, "vmstat", "Compaction stalls", "vanilla") == 0
+    assert cell(t, "vmstat", "Page reclaim immediate", "default") == 46
+    assert cell(t, "vmstat", "Page rescued immediate", "default") == 0
+    assert cell(t, "vmstat", "Compaction stalls", "default") == 0
 
 
 def test_text_layout_follows_the_cover_letter(results):
     d = collect.Dataset(results)
-    t = stats.writeback_cp(d.writeback_cp, ["vanilla", "keep"], "vanilla")
+    t = stats.writeback_cp(d.writeback_cp, ["default", "keep"], "default")
     text = tables.writeback_cp_text(t, "writeback-cp").splitlines()
     assert text[0] == "writeback-cp: the 2011 cover letter's table (writeback-cp.csv)"
-    head = text.index(next(l for l in text if l.split() == ["vanilla", "keep"]))
+    head = text.index(next(l for l in text if l.split() == ["default", "keep"]))
     body = text[head + 2:]
     assert [l.split("  ")[0] for l in body[:4]] == ["System Time (s)", "+/-", "User Time (s)", "+/-"]
     # keep's times are halved: 50% better, and so is their spread
@@ -106,7 +106,7 @@ def test_text_layout_follows_the_cover_letter(results):
     assert thp.split()[4:] == ["n/a", "(", "n/a", ")", "n/a", "(", "n/a", ")"]
     vm = text[text.index(next(l for l in text if l.startswith("vmstat, mean per iteration"))):]
     rescued = next(l for l in vm if l.startswith("Page rescued immediate"))
-    # vanilla's kernel has the counter (0); the synthetic keep's has not
+    # default's kernel has the counter (0); the synthetic keep's has not
     assert rescued.split()[-2:] == ["0.00", "n/a"]
     assert next(l for l in vm if l.startswith("Direct velocity")).split()[-2:] == [
         "207285", "414570"]
@@ -116,8 +116,8 @@ def test_text_layout_follows_the_cover_letter(results):
 
 
 def test_report_has_the_table_only_where_runs_have_the_file(results):
-    copy_run(results, VANILLA)
-    out, ds = report.build(str(results), "vanilla", stamp="x")
+    copy_run(results, DEFAULT_RUN)
+    out, ds = report.build(str(results), "default", stamp="x")
     assert ds.runs["valid"].all()
     md, cover = report_texts(out, "writeback-cp",
                              ["writeback-cp.txt", "writeback-cp.md", "writeback-cp.csv"])
@@ -160,28 +160,28 @@ def test_an_oom_killed_alloc_counts_and_keeps_its_iteration(results):
     assert len(header) + 1 == len(rows[1].split(","))
     d = collect.Dataset(results)
     assert d.runs["valid"].all(), d.runs["reason"].tolist()
-    t = stats.writeback_cp(d.writeback_cp, ["vanilla", "keep"], "vanilla")
-    assert cell(t, "vmstat", "OOM kills", "vanilla") == 0.5
+    t = stats.writeback_cp(d.writeback_cp, ["default", "keep"], "default")
+    assert cell(t, "vmstat", "OOM kills", "default") == 0.5
     # the fixture's other arm has no oom_kill column: not available
     assert math.isnan(cell(t, "vmstat", "OOM kills", "keep"))
     # the OOM-killed iteration has no alloc time, the other one does
-    assert cell(t, "alloc", "Elapsed Time", "vanilla", "n") == 1
-    assert cell(t, "vmstat", "Direct pages scanned", "vanilla") == 3818852 / 2
+    assert cell(t, "alloc", "Elapsed Time", "default", "n") == 1
+    assert cell(t, "vmstat", "Direct pages scanned", "default") == 3818852 / 2
     # velocity: the timed iteration's scans over its own alloc time only
-    it = d.writeback_cp[d.writeback_cp["arm"] == "vanilla"]
+    it = d.writeback_cp[d.writeback_cp["arm"] == "default"]
     timed = it[it["elapsed_s"].notna()]
     assert len(timed) == 1
     scans = timed.get("vmstat.pgscan_direct", timed.get("pgscan_direct")).iloc[0]
-    assert cell(t, "vmstat", "Direct velocity", "vanilla") == pytest.approx(
+    assert cell(t, "vmstat", "Direct velocity", "default") == pytest.approx(
         scans / timed["elapsed_s"].iloc[0])
 
 
 def test_reclaim_throttle_per_iteration_joins_the_table(results):
     # The fixture predates reclaim-throttle.csv: NaN, not zero.
     d = collect.Dataset(str(results))
-    it = d.writeback_cp[d.writeback_cp["arm"] == "vanilla"]
-    t = stats.writeback_cp(it, ["vanilla"], "vanilla")
-    assert math.isnan(cell(t, "vmstat", "Reclaim throttled (writeback), iteration", "vanilla"))
+    it = d.writeback_cp[d.writeback_cp["arm"] == "default"]
+    t = stats.writeback_cp(it, ["default"], "default")
+    assert math.isnan(cell(t, "vmstat", "Reclaim throttled (writeback), iteration", "default"))
     # With the hist: each iteration's phase, summed over tasks; a reason
     # without rows is zero; another phase does not count.
     (results / WRITEBACK_CP / "reclaim-throttle.csv").write_text(
@@ -192,10 +192,10 @@ def test_reclaim_throttle_per_iteration_joins_the_table(results):
         "iteration-2,noprogress,lab-alloc,301,5,5000\n"
         "drain,writeback,sync,400,100,9000000\n")
     d = collect.Dataset(str(results))
-    it = d.writeback_cp[d.writeback_cp["arm"] == "vanilla"]
-    t = stats.writeback_cp(it, ["vanilla"], "vanilla")
-    assert cell(t, "vmstat", "Reclaim throttled (writeback), iteration", "vanilla") == \
+    it = d.writeback_cp[d.writeback_cp["arm"] == "default"]
+    t = stats.writeback_cp(it, ["default"], "default")
+    assert cell(t, "vmstat", "Reclaim throttled (writeback), iteration", "default") == \
         pytest.approx((1.2 + 0.4) / 2)
-    assert cell(t, "vmstat", "Reclaim throttled (noprogress), iteration", "vanilla") == \
+    assert cell(t, "vmstat", "Reclaim throttled (noprogress), iteration", "default") == \
         pytest.approx(0.005 / 2)
-    assert cell(t, "vmstat", "Reclaim throttled (congested), iteration", "vanilla") == 0
+    assert cell(t, "vmstat", "Reclaim throttled (congested), iteration", "default") == 0

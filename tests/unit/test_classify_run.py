@@ -14,7 +14,7 @@ def classify(run_dir):
     exited 0 with nothing else known about the run."""
     script = (f"source <(sed '$d' {ROOT}/lab/run-scenario.sh); RUN={run_dir}; FAILURE=; "
               "QEMU_RC=0; ELAPSED_S=2; ACCEL=tcg; KBUILD=/x/kbuild-lab; classify_run")
-    subprocess.run(["bash", "-c", script], check=True, timeout=30, cwd=os.path.join(ROOT, "lab"))
+    subprocess.run(["bash", "-c", script], check=True, timeout=300, cwd=os.path.join(ROOT, "lab"))
     with open(os.path.join(run_dir, "status.txt")) as f:
         return dict(line.rstrip("\n").split("=", 1) for line in f)
 

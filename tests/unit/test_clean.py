@@ -22,15 +22,15 @@ BUILDS = [
     "cache/kselftest/lru-immediate-5466bdcbee2c-3bb8e00001f13a4f-a3c6f464/test_lru_immediate",
     "cache/check-series/kbuild-y/vmlinux", "cache/check-series/n-vs-vanilla.txt",
     "cache/.unpack.4242/linux-source-6.1/Makefile",
-    "cache/layouts/0123456789abcdef/stick.img", "cache/shell/smoke/20261207T000000Z-vanilla/console.log",
+    "cache/layouts/0123456789abcdef/stick.img", "cache/shell/smoke/20261207T000000Z-default/console.log",
 ]
 # Removed by distclean only.
 SOURCE_AND_CCACHE = ["cache/linux-6.1/Makefile", "cache/ccache/0/a/x.o"]
 # Never removed.
 KEPT = [
     "repo/results/dirty-neighbour/20261207T011318Z-immediate/status.txt",
-    "repo/build/test-results/smoke/20261207T000000Z-vanilla/status.txt",
-    "elsewhere/results/smoke/20261207T000000Z-vanilla/summary.json",
+    "repo/build/test-results/smoke/20261207T000000Z-default/status.txt",
+    "elsewhere/results/smoke/20261207T000000Z-default/summary.json",
     "cache/results-v2/dirty-neighbour/20261207T011318Z-immediate/summary.json",
     "cache/results-debug2/immediate-invariants/x/status.txt",
     "cache/experiments/chain.sh", "cache/v2work/note-20261207.md",

@@ -3,6 +3,8 @@ work: unknown scenario or arm -> exit 2 with the valid names."""
 import os
 import subprocess
 
+from memcg_lab import arms_table
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -47,6 +49,30 @@ def test_missing_name_exits_2():
 def test_unknown_arm_exits_2():
     p = run_scenario("smoke", "bogus")
     assert p.returncode == 2 and "unknown arm 'bogus'" in p.stderr
+
+
+def test_the_old_name_vanilla_is_refused_naming_default():
+    # vanilla was the patched kernel at its default policy, never the
+    # pristine kernel: a run asking for it is told the arm's new name.
+    # (--check: were the refusal gone, a full run would boot.)
+    p = run_scenario("--check", "smoke", "vanilla")
+    assert p.returncode == 2
+    assert "arm 'vanilla' is now called 'default': the kernel as it boots" in p.stderr
+
+
+def test_a_run_without_an_arm_runs_the_tables_first():
+    assert arms_table.DEFAULT == "default"
+    p = run_scenario("--check", "smoke")
+    assert p.returncode == 0, p.stderr
+    p = run_scenario("--arms")
+    assert p.stdout.splitlines()[-1] == "  without ARM: default"
+
+
+def test_help_lists_every_arm_with_its_description():
+    p = make("help")
+    assert p.returncode == 0
+    for arm in arms_table.ARMS:
+        assert f"  {arm.name:<10} {arm.description}" in p.stdout.splitlines()
 
 
 def test_set_must_be_assignments():
@@ -102,7 +128,7 @@ PATCHED = (["CONFIG_LRU_GEN=y", "CONFIG_LRU_IMMEDIATE=y"], ["reclaim_wb_policy_h
 
 
 def test_every_arm_runs_on_the_lab_kernel(tmp_path):
-    for arm in ["vanilla", "mglru", "keep", "activate", "immediate"]:
+    for arm in arms_table.ORDER:
         sub = tmp_path / arm
         sub.mkdir()
         assert arm_check(sub, arm, *PATCHED).returncode == 0, arm
@@ -111,8 +137,9 @@ def test_every_arm_runs_on_the_lab_kernel(tmp_path):
 def test_a_series_arm_is_refused_on_a_kernel_without_the_series(tmp_path):
     p = arm_check(tmp_path, "activate", ["CONFIG_LRU_GEN=y"], ["shrink_lruvec"])
     assert p.returncode == 2
-    assert "arm activate needs the patch series' vm.reclaim_writeback_policy" in p.stderr
-    assert "arm vanilla runs on any kernel" in p.stderr
+    assert "arm activate needs reclaim_wb_policy_handler in System.map" in p.stderr
+    assert "arm activate is the series' policy activate" in p.stderr
+    assert "arms that run on any kernel: default" in p.stderr
 
 
 def test_immediate_is_refused_without_lru_immediate_and_mglru_without_lru_gen(tmp_path):

@@ -257,19 +257,19 @@ def run_scenario_functions(tmp_path, then, env=None):
 def test_a_run_folder_and_its_parameters_carry_the_kernel_label(tmp_path):
     results = tmp_path / "results"
     p = run_scenario_functions(
-        tmp_path, "NAME=smoke ARM=vanilla MODE=run; check_kernel_label; claim_run_folder; "
+        tmp_path, "NAME=smoke ARM=default MODE=run; check_kernel_label; claim_run_folder; "
         "SET_ASSIGNMENTS=(); KERNEL_FLAVOUR=lab KERNEL_SLOWDOWN=1 GUEST_CPUS=2; "
         "write_guest_parameters; echo \"$RUN\"; patch_series_of_kernel; linux_source_of_kernel",
         env={"MEMCG_LAB_KERNEL": "pristine-6.1", "MEMCG_LAB_RESULTS": str(results)})
     assert p.returncode == 0, p.stderr
     run, series, source = p.stdout.splitlines()
-    assert re.fullmatch(re.escape(str(results)) + r"/smoke/\d{8}T\d{6}Z-pristine-6\.1-vanilla", run)
+    assert re.fullmatch(re.escape(str(results)) + r"/smoke/\d{8}T\d{6}Z-pristine-6\.1-default", run)
     assert open(os.path.join(run, "params.env")).read().startswith("KERNEL_LABEL=pristine-6.1\n")
     assert series == "none"
     assert source.startswith("linux-source-6.1 ") or source == "unknown"
     # the same second: a second folder, never the first
     p = run_scenario_functions(
-        tmp_path, f"NAME=smoke ARM=vanilla MODE=run KERNEL_LABEL=pristine-6.1 RUN=; "
+        tmp_path, f"NAME=smoke ARM=default MODE=run KERNEL_LABEL=pristine-6.1 RUN=; "
         f"mkdir -p {run}; date() {{ echo {os.path.basename(run).split('-')[0]}; }}; "
         "claim_run_folder; echo \"$RUN\"", env={"MEMCG_LAB_RESULTS": str(results)})
     assert p.stdout.strip() == run + ".2"
@@ -293,12 +293,15 @@ def test_make_passes_the_kernel_axis_on():
     assert "lab/build-kernel.sh --label 'mine'  --kbuild '/b'" in p.stdout
     p = make("-n", "kernel", "DEBUG=1")
     assert "lab/build-kernel.sh --debug" in p.stdout
-    p = make("-n", "scenario", "NAME=smoke", "KERNEL=pristine-6.1")
-    assert "MEMCG_LAB_KERNEL='pristine-6.1' lab/run-scenario.sh 'smoke' 'vanilla'" in p.stdout
+    p = make("-n", "scenario", "NAME=smoke", "KERNEL=pristine-6.1", "ARM=mglru")
+    assert "MEMCG_LAB_KERNEL='pristine-6.1' lab/run-scenario.sh 'smoke' 'mglru'" in p.stdout
+    # Without ARM=, run-scenario.sh picks the default arm.
+    p = make("-n", "scenario", "NAME=smoke")
+    assert p.stdout.rstrip().endswith("lab/run-scenario.sh 'smoke' ''")
 
 
 def test_make_matrix_jobs_runs_one_matrix_per_kernel_with_its_own_ledger(tmp_path):
-    p = make("matrix-jobs", "SCENARIOS=smoke", "ARMS=vanilla", "RUNS=1",
+    p = make("matrix-jobs", "SCENARIOS=smoke", "ARMS=default", "RUNS=1",
              f"RESULTS={tmp_path}", "KERNELS=lab pristine-6.1")
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()

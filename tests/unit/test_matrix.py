@@ -20,7 +20,7 @@ def matrix(*args, results, seed="1"):
 
 
 def jobs(results, seed="1"):
-    p = matrix("jobs", "dirty-neighbour proactive", "vanilla mglru", "3",
+    p = matrix("jobs", "dirty-neighbour proactive", "default mglru", "3",
                results=results, seed=seed)
     assert p.returncode == 0, p.stderr
     return p.stdout.splitlines()
@@ -31,7 +31,7 @@ def test_job_list_is_every_combination_once_as_shell_commands(tmp_path):
     assert len(lines) == 2 * 2 * 3
     triples = {tuple(line.split()[-3:]) for line in lines}
     assert triples == {(s, a, str(r)) for s in ("dirty-neighbour", "proactive")
-                       for a in ("vanilla", "mglru") for r in (1, 2, 3)}
+                       for a in ("default", "mglru") for r in (1, 2, 3)}
     assert all(f"{MATRIX} one " in line for line in lines)
     assert all(f"MEMCG_LAB_RESULTS={tmp_path}" in line for line in lines)
 
@@ -46,9 +46,9 @@ def test_order_is_shuffled_and_reproducible(tmp_path):
 
 
 def test_bad_names_and_counts_are_refused_before_any_run(tmp_path):
-    for args, msg in ((("nope", "vanilla", "1"), "unknown scenario 'nope'"),
+    for args, msg in ((("nope", "default", "1"), "unknown scenario 'nope'"),
                       (("proactive", "bogus", "1"), "unknown arm 'bogus'"),
-                      (("proactive", "vanilla", "0"), "RUNS must be a positive integer")):
+                      (("proactive", "default", "0"), "RUNS must be a positive integer")):
         p = matrix("run", *args, results=tmp_path)
         assert p.returncode == 2
         assert msg in p.stderr
@@ -60,8 +60,8 @@ def test_a_job_done_before_or_failed_by_the_kernel_is_never_run_again(tmp_path, 
     # a kernel failure is a finding: counted, never retried
     (tmp_path / "matrix-ledger.csv").write_text(
         "scenario,arm,rep,result,run_folder,finished_utc,reason\n"
-        f"proactive,vanilla,2,{result},/x,2026-12-03T00:00:00Z,\n")
-    p = matrix("one", "proactive", "vanilla", "2", results=tmp_path)
+        f"proactive,default,2,{result},/x,2026-12-03T00:00:00Z,\n")
+    p = matrix("one", "proactive", "default", "2", results=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "done before" in p.stderr
     assert not (tmp_path / "proactive").exists()
