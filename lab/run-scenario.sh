@@ -247,7 +247,8 @@ load_host_parameters() {
 		export "${kv?}"
 	done
 	MEM_MB=0
-	# Lets a scenario build on another (dirty-neighbour-ext4).
+	# Lets a scenario build on its base fragments (scenarios/base/) and
+	# on another scenario (dirty-neighbour-ext4); the guest sets it too.
 	SCENARIO_DIR=$LAB_ROOT/scenarios
 	# Lets a scenario pick defaults for the much slower debug kernel
 	# (scenarios/README.md); the guest sees the same values through

@@ -300,8 +300,8 @@ def python_definitions(text):
 
 def source_files():
     """The lab's code: shell, Python, the Makefile, scenario files and
-    scripts without an ending (the guest agent), less tests/, whose data
-    names arms freely, and the table itself."""
+    their bases (.env), scripts without an ending (the guest agent), less
+    tests/, whose data names arms freely, and the table itself."""
     p = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
@@ -311,7 +311,7 @@ def source_files():
             continue
         if rel.endswith(".py"):
             yield rel, "python"
-        elif rel.endswith((".sh", ".scenario")) or os.path.basename(rel) == "Makefile":
+        elif rel.endswith((".sh", ".scenario", ".env")) or os.path.basename(rel) == "Makefile":
             yield rel, "shell"
         elif "." not in os.path.basename(rel):
             with open(path, "rb") as f:
