@@ -350,11 +350,32 @@ host_state() {
 	echo "host_qemu_guests_$1=$(pgrep -c -f '^qemu-system-x86_64( |$)' || true)"
 }
 
+# A scenario file and, after it, every file it sources through
+# $SCENARIO_DIR (its base fragments, the scenario it varies), depth first,
+# as paths under scenarios/.
+scenario_source_files() {
+	local rel
+	echo "$1"
+	while read -r rel; do
+		scenario_source_files "$rel"
+	done < <(sed -nE 's|^\. "\$SCENARIO_DIR/([^"]+)".*|\1|p' "$LAB_ROOT/scenarios/$1")
+}
+
+# scenario.txt: the scenario as the guest sourced it, its own file and
+# the ones it sources (the values params-resolved.env resolves).
+record_scenario_text() {
+	local rel
+	for rel in $(scenario_source_files "$NAME.scenario" | awk '!seen[$0]++'); do
+		echo "# ==> scenarios/$rel <=="
+		cat "$LAB_ROOT/scenarios/$rel"
+	done >"$RUN/scenario.txt"
+}
+
 record_host_provenance() {
 	cp "$KBUILD/.config" "$RUN/kernel.config"
 	cat "$KBUILD/include/config/kernel.release" >"$RUN/kernel-release.txt"
 	readelf -n "$KBUILD/vmlinux" | awk '/Build ID/ {print $3}' >"$RUN/kernel-build-id.txt"
-	cp "$LAB_ROOT/scenarios/$NAME.scenario" "$RUN/scenario.txt"
+	record_scenario_text
 	{
 		echo "git_revision=$(git -C "$LAB_ROOT" rev-parse HEAD 2>/dev/null || echo none)"
 		echo "git_dirty=$([ -z "$(git -C "$LAB_ROOT" status --porcelain 2>/dev/null)" ] && echo no || echo yes)"

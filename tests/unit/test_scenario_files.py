@@ -308,3 +308,17 @@ if __name__ == "__main__":
         json.dump(resolve_all(source), f, indent=1, sort_keys=True)
         f.write("\n")
     print(f"{GOLDEN}: {len(scenarios(source))} scenarios resolved from {source}")
+
+
+def test_a_runs_scenario_text_holds_every_file_the_scenario_sources(tmp_path):
+    """scenario.txt (run-scenario.sh's record_scenario_text): the values a
+    run resolved come from its scenario and the files that one sources."""
+    script = (f"source <(sed '$d' {ROOT}/lab/run-scenario.sh); NAME=dirty-neighbour-ext4; "
+              f"RUN={tmp_path}; record_scenario_text")
+    subprocess.run(["bash", "-c", script], check=True, timeout=300, cwd=os.path.join(ROOT, "lab"))
+    text = (tmp_path / "scenario.txt").read_text()
+    heads = re.findall(r"^# ==> scenarios/(\S+) <==$", text, re.M)
+    assert heads == ["dirty-neighbour-ext4.scenario", "dirty-neighbour.scenario",
+                     "base/contend.env", "base/dirtier.env", "base/machine.env"]
+    with open(os.path.join(ROOT, "scenarios", "base", "machine.env")) as f:
+        assert f.read() in text
