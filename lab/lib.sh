@@ -142,10 +142,11 @@ wanted_kernel_flavour() {
 # that lacks one (a tree whose Kconfig dropped or renamed it), and
 # run-scenario.sh a MEMCG_LAB_KBUILD folder, naming each.  "=y" means
 # built in (the guest image has no modules), "=n" not set.  Derived from
-# what run-scenario.sh's QEMU command line, the rootfs, guest-run.sh and
-# the guest tools use; an option only some scenarios or arms use (XFS,
-# LRU_GEN for mglru, the series) is not here: check_arm_runs_on_kernel
-# and the scenarios judge those.
+# what run-scenario.sh's QEMU command line, the rootfs, the guest's
+# runner (scenarios/lib, scenarios/shapes) and the guest tools use; an
+# option only some scenarios or arms use (XFS, LRU_GEN for mglru, the
+# series) is not here: check_arm_runs_on_kernel and the scenarios judge
+# those.
 LAB_NEEDED_KERNEL_OPTIONS=(
 	"CONFIG_SMP=y the guest refuses to run on fewer CPUs than GUEST_CPUS"
 	"CONFIG_SERIAL_8250=y console=ttyS0: progress, throttle requests, splats"

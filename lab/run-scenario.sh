@@ -215,7 +215,7 @@ split_set_assignments() {
 }
 
 # An arm the kernel in KBUILD cannot run is refused before the boot,
-# with the reason (guest-run.sh's apply_arm would fail it minutes later,
+# with the reason (the guest's apply_arm would fail it minutes later,
 # after the set-up).  What each arm needs is the table's kernel_needs: a
 # line of the build's .config, or a symbol of its System.map, for what
 # no option names (the series' sysctl handler, which every build of the
@@ -401,10 +401,10 @@ record_host_provenance() {
 }
 
 # params.env in the run folder, which the guest reads over the results
-# 9p share and sources (guest-run.sh's resolve_parameters) before the
-# scenario's defaults.  Each SET value is written shell-quoted (%q), so
-# that a value with spaces (SYSCTLS="vm.a=1 vm.b=2") is one assignment
-# there too.
+# 9p share and sources (resolve_parameters, scenarios/lib/params.sh)
+# before the scenario's defaults.  Each SET value is written
+# shell-quoted (%q), so that a value with spaces (SYSCTLS="vm.a=1
+# vm.b=2") is one assignment there too.
 write_guest_parameters() {
 	printf 'KERNEL_LABEL=%s\nKERNEL_FLAVOUR=%s\nKERNEL_SLOWDOWN=%s\nGUEST_CPUS=%s\n' \
 		"$KERNEL_LABEL" "$KERNEL_FLAVOUR" "$KERNEL_SLOWDOWN" "$GUEST_CPUS" >"$RUN/params.env"
@@ -441,11 +441,12 @@ make_scratch_disks() {
 # of a recipe lays them out and, with both filesystems unmounted, asks
 # the host to copy the two images ("disks: save layout"); later runs boot
 # on a copy and the guest only mounts them (prepare_disks in
-# guest-run.sh, memcg_lab.layout= on the kernel command line: cached,
-# save or fresh).  The recipe is everything the layout can depend on but
-# the arm: the scenario and its files, SET, the machine, the kernel build
-# (the guest's MemTotal sizes files) and the rootfs (its mkfs).  A guest
-# that finds a cached layout without its files lays them out anew.
+# scenarios/lib/disks.sh, memcg_lab.layout= on the kernel command line:
+# cached, save or fresh).  The recipe is everything the layout can
+# depend on but the arm: the scenario and its files, SET, the machine,
+# the kernel build (the guest's MemTotal sizes files) and the rootfs (its
+# mkfs).  A guest that finds a cached layout without its files lays them
+# out anew.
 # Off unless MEMCG_LAB_LAYOUT_CACHE=on: a run on kept disks starts with
 # a stick that has no write history (the bdi's bandwidth estimate and
 # share of the dirty limit), and its writeback then completes in other
@@ -519,8 +520,8 @@ boot_trace_events() {
 		[[ $have == *" $ev "* ]] && list+=("vmscan:$ev")
 	done
 	# SET="LOCK_CONTENTION=1": spinlock contention and the stacks that
-	# met it, per phase (lock-contention.csv; guest-run.sh).  Off by
-	# default: every contended spinlock then records its stack.
+	# met it, per phase (lock-contention.csv; scenarios/lib/instruments.sh).
+	# Off by default: every contended spinlock then records its stack.
 	[ "${LOCK_CONTENTION:-0}" != 1 ] || [[ $have != *" contention_begin "* ]] ||
 		list+=("lock:contention_begin")
 	local IFS=,

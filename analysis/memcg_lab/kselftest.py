@@ -1,5 +1,5 @@
 """The kernel's cgroup selftests per arm: kselftest.csv of cgroup-selftests
-runs (scenarios/lib/guest-run.sh, shape_kselftest_cgroup), one row per
+runs (scenarios/shapes/kselftest-cgroup.sh), one row per
 program and test, with each arm's results over its runs."""
 import csv
 import os

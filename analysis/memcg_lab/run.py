@@ -266,8 +266,9 @@ BURST_AFTER_STALL_S = 2.0
 
 def load_stick_bdi(path, phase):
     """The stick's bdi state at the begin and end of phase, from
-    bdi-stick.csv (guest-run.sh, record_stick_bdi): {key: {"begin": v,
-    "end": v}} in the file's units (kB, kBps), or None without the file."""
+    bdi-stick.csv (scenarios/lib/instruments.sh, record_stick_bdi):
+    {key: {"begin": v, "end": v}} in the file's units (kB, kBps), or None
+    without the file."""
     try:
         with open(path, newline="") as f:
             rows = list(csv.DictReader(f))

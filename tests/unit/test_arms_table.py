@@ -167,7 +167,7 @@ def test_the_matrix_counts_runs_and_ledger_lines_of_the_old_name(tmp_path):
 # --- the guest: what apply_arm writes ---
 
 def apply_arm(tmp_path, arm, table=None):
-    """guest-run.sh's apply_arm on the host, with LAB a copy of
+    """The runner's apply_arm on the host, with LAB a copy of
     scenarios/lib/arms.sh beside the real table or the one given."""
     lab = tmp_path / "lab"
     (lab / "lib").mkdir(parents=True)
@@ -178,7 +178,7 @@ def apply_arm(tmp_path, arm, table=None):
         (lab / "arms.tsv").write_text(table)
     out = tmp_path / "out"
     out.mkdir()
-    return bash("source <(sed '/^record_guest_provenance$/,$d' scenarios/lib/guest-run.sh) "
+    return bash("source scenarios/lib/guest-run.sh "
                 f"smoke {arm}; LAB={lab} OUT={out}; apply_arm; cat {out}/arm.txt")
 
 
@@ -214,7 +214,7 @@ def test_the_guest_refuses_vanilla_and_runs_default_writing_nothing(tmp_path):
 
 # Lists of arms that are a choice, not a definition: each is checked
 # against the table below.  (file, the variable its line assigns)
-CHOICES = {("lab/matrix.sh", "VERDICT_ARMS"), ("scenarios/lib/guest-run.sh", "STRESS_POLICIES"),
+CHOICES = {("lab/matrix.sh", "VERDICT_ARMS"), ("scenarios/shapes/stress.sh", "STRESS_POLICIES"),
            ("analysis/memcg_lab/stats.py", "LAB_BASELINES")}
 ARM_WORDS = set(arms_table.ORDER) | set(arms_table.RENAMED)
 WORD = r"[A-Za-z0-9_.-]+"
@@ -383,7 +383,7 @@ def test_the_choices_of_arms_are_arms_of_the_table():
     assert set(verdict) <= set(arms_table.ORDER)
     # The stress scenario cycles through values of the series' policy
     # sysctl: each one an arm of the table writes there.
-    with open(os.path.join(ROOT, "scenarios", "lib", "guest-run.sh")) as f:
+    with open(os.path.join(ROOT, "scenarios", "shapes", "stress.sh")) as f:
         policies = re.search(r"^STRESS_POLICIES=\(([^)]*)\)", f.read(), re.M).group(1).split()
     written = {a.guest_write for a in arms_table.ARMS}
     assert all(f"/proc/sys/vm/reclaim_writeback_policy={p}" in written for p in policies)

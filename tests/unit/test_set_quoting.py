@@ -65,8 +65,8 @@ def test_a_malformed_set_is_refused_naming_the_bad_word(set_value, message):
 
 def guest_resolution(tmp_path, set_value):
     """params.env as run-scenario.sh writes it into the run folder, then
-    read as the guest reads it: guest-run.sh's resolve_parameters (the
-    script sourced up to its top-level calls) and apply_sysctls with
+    read as the guest reads it: the runner's resolve_parameters (the
+    runner sourced, which runs nothing) and apply_sysctls with
     sysctl recorded instead of run."""
     out = tmp_path / "run"
     out.mkdir()
@@ -76,7 +76,7 @@ def guest_resolution(tmp_path, set_value):
     assert host.returncode == 0, host.stderr
     guest = subprocess.run(
         ["bash", "-c",
-         "source <(sed '/^record_guest_provenance$/,$d' scenarios/lib/guest-run.sh) dirty-neighbour activate; "
+         "source scenarios/lib/guest-run.sh dirty-neighbour activate; "
          f"OUT={out}; LAB=$PWD/scenarios; resolve_parameters; "
          f"sysctl() {{ printf '%s\\n' \"$3\" >>{out}/sysctl-calls; }}; apply_sysctls"],
         capture_output=True, text=True, timeout=60, cwd=ROOT)

@@ -1,0 +1,175 @@
+# shellcheck shell=bash
+# The cgroup v1/v2 abstraction: members (one memcg each) of the lab
+# parent, run, signalled, stopped and read the same way on both
+# hierarchies, so one shape runs on both (sourced by guest-run.sh; its
+# header says what API and Private mean).
+#
+# API:
+#   cg_of NAME            member NAME's path relative to CGROOT
+#   set_parent_limit MB   the parent's memory limit
+#   list_members          the parent's member directories
+#   run_in_scope NAME [MemoryMax=SIZE] -- CMD...  run CMD in the
+#                         background in member NAME (SCOPE_PID[NAME])
+#   signal_member NAME SIG  SIG to every process of member NAME
+#   scope_running NAME    whether run_in_scope's command still runs
+#   stop_scope NAME [SIG]  SIG (SIGINT), wait up to 60 s, then SIGKILL
+#   memcg_stat CG KEY     memory.stat KEY of cgroup CG (v2 key names)
+#   memcg_stat_mb KEY CG...  the sum of KEY over the CGs, in MiB
+#   task_cgroup PID       the cgroup of task PID, "-" once it has exited
+# Private:
+#   choose_cgroup_mode    the hierarchy the guest booted with: CGROUP_MODE,
+#                         CGROOT, SLICE
+#   wait_member_exists NAME  until member NAME's directory appears
+
+# Set by choose_cgroup_mode: the hierarchy the guest booted with decides.
+SLICE=
+CGROOT=/sys/fs/cgroup
+
+# cgroup v2 (the default): systemd's lab.slice with transient scopes.
+# cgroup v1 (booted with systemd.unified_cgroup_hierarchy=0): memcgs made
+# with cgroup-tools under the memory controller's own mount.  Shapes only
+# use the functions below, so one shape runs on both.
+choose_cgroup_mode() {
+	if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
+		CGROUP_MODE=v2
+		CGROOT=/sys/fs/cgroup
+		SLICE=lab.slice
+		KEY_DIRTY=file_dirty
+		KEY_WRITEBACK=file_writeback
+	else
+		CGROUP_MODE=v1
+		CGROOT=/sys/fs/cgroup/memory
+		SLICE=memcg-lab
+		KEY_DIRTY=dirty
+		KEY_WRITEBACK=writeback
+		[ -d "$CGROOT" ] || die "cgroup v1 without a memory controller mount at $CGROOT"
+		cgcreate -g "memory:$SLICE" || die "cgcreate -g memory:$SLICE failed"
+	fi
+	echo "cgroup_mode=$CGROUP_MODE parent=$SLICE" >>"$OUT/guest-state.txt"
+}
+
+# The cgroup path (relative to CGROOT) of member NAME of the lab parent.
+cg_of() {
+	if [ "$CGROUP_MODE" = v2 ]; then
+		echo "$SLICE/$1.scope"
+	else
+		echo "$SLICE/$1"
+	fi
+}
+
+# MemoryMax of the parent, in MiB.
+set_parent_limit() {
+	if [ "$CGROUP_MODE" = v2 ]; then
+		systemctl set-property --runtime "$SLICE" MemoryMax="$1M" ||
+			die "systemctl set-property $SLICE MemoryMax=$1M failed"
+	else
+		cgset -r memory.limit_in_bytes="$1M" "$SLICE" ||
+			die "cgset memory.limit_in_bytes=$1M $SLICE failed"
+	fi
+}
+
+list_members() {
+	find "$CGROOT/$SLICE" -mindepth 1 -maxdepth 1 -type d | sort
+}
+
+# $2 may be written with the v2 names file_dirty / file_writeback.
+memcg_stat() {
+	local key=$2
+	case $key in file_dirty) key=$KEY_DIRTY ;; file_writeback) key=$KEY_WRITEBACK ;; esac
+	awk -v k="$key" '$1 == k {print $2}' "$CGROOT/$1/memory.stat" 2>/dev/null
+}
+
+# Runs a command in the background in member NAME of the lab parent: a
+# transient scope NAME.scope (v2) or a memcg made with cgcreate and
+# entered with cgexec (v1).  The only property is MemoryMax=<size>, given
+# before "--".
+declare -A SCOPE_PID
+run_in_scope() {
+	local name=$1 max=
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		case $1 in
+		MemoryMax=*) max=${1#MemoryMax=} ;;
+		*) die "run_in_scope: unsupported property $1" ;;
+		esac
+		shift
+	done
+	[ "${1:-}" = -- ] && shift
+	if [ "$CGROUP_MODE" = v2 ]; then
+		systemd-run --quiet --scope --collect --unit="$name" --slice="$SLICE" \
+			${max:+-p MemoryMax="$max"} "$@" &
+	else
+		cgcreate -g "memory:$SLICE/$name" || die "cgcreate memory:$SLICE/$name failed"
+		if [ -n "$max" ]; then
+			cgset -r memory.limit_in_bytes="$max" "$SLICE/$name" ||
+				die "cgset memory.limit_in_bytes=$max $SLICE/$name failed"
+		fi
+		cgexec -g "memory:$SLICE/$name" "$@" &
+	fi
+	SCOPE_PID[$name]=$!
+	wait_member_exists "$name"
+}
+
+wait_member_exists() {
+	local i
+	for i in $(seq 50); do
+		[ -d "$CGROOT/$(cg_of "$1")" ] && return 0
+		sleep 0.1
+	done
+	die "$(cg_of "$1") did not appear under $CGROOT"
+}
+
+# Sends a signal to every process of member NAME.
+signal_member() {
+	if [ "$CGROUP_MODE" = v2 ]; then
+		systemctl kill --signal="$2" "$1.scope" 2>/dev/null || true
+	else
+		xargs -r kill -s "${2#SIG}" <"$CGROOT/$(cg_of "$1")/cgroup.procs" 2>/dev/null || true
+	fi
+}
+
+scope_running() { kill -0 "${SCOPE_PID[$1]}" 2>/dev/null; }
+
+# fio writes its JSON report on SIGINT, but a writer blocked behind a
+# deep queue of a slow disk may take long to notice: wait a bounded time,
+# with a heartbeat, then kill it and say so.
+# SIGINT by default: fio writes its report when interrupted.  Commands
+# started in the background of this (non-interactive) shell inherit
+# SIGINT ignored, so a plain dd loop wants SIGTERM.
+stop_scope() {
+	local name=$1 sig=${2:-SIGINT} i
+	signal_member "$name" "$sig"
+	for i in $(seq 60); do
+		scope_running "$name" || break
+		[ $((i % 10)) -eq 0 ] && say "waiting for $name to stop ($i s)"
+		sleep 1
+	done
+	if scope_running "$name"; then
+		say "$name ignored $sig for 60 s: killed (a fio report it would have written is lost)"
+		signal_member "$name" SIGKILL
+		echo "$name killed after 60 s" >>"$OUT/notes.txt"
+	fi
+	wait "${SCOPE_PID[$name]}" || true
+}
+
+# Sum of a memory.stat key over cgroups, in MiB.
+memcg_stat_mb() {
+	local key=$1 cg sum=0
+	shift
+	for cg in "$@"; do
+		sum=$((sum + $(memcg_stat "$cg" "$key" || echo 0)))
+	done
+	echo $((sum >> 20))
+}
+
+# The cgroup of task PID relative to the hierarchy's root (v2, or the
+# memory controller's on v1), "-" once it has exited.
+task_cgroup() {
+	local cg
+	cg=$(sed -n -e 's/^0:://p' -e 's/^[0-9]*:memory://p' "/proc/$1/cgroup" 2>/dev/null | head -n 1) || true
+	case $cg in
+	"") echo - ;;
+	/) echo / ;;
+	*) echo "${cg#/}" ;;
+	esac
+}

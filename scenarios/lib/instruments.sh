@@ -1,0 +1,212 @@
+# shellcheck shell=bash
+# What measures the run: the sampler, the reclaim attribution, the
+# per-phase trace hists (reclaim_throttle, lock contention), the stick's
+# bdi state, the console heartbeat (sourced by guest-run.sh; its header
+# says what API and Private mean).
+#
+# API:
+#   start_sampler PARENT LEAF...  lab-sampler into samples.csv
+#   stop_sampler          stop it; a sampler that failed fails the run
+#   heartbeat CG          a console line of CG's LRU state
+#   start_attribution     lab-reclaim-attrib into attribution.csv (or
+#                         ATTRIB_OUT), once its hists are in place
+#   stop_attribution      stop it, if it runs
+#   boot_trace_events     the trace events enabled at boot, "sys/event"
+# Private:
+#   quiesce_tracing       the ring buffer records nothing
+#   lock_hist_start       (phase_begin) lock contention, cleared
+#   lock_hist_take        (phase_end) rows of lock-contention.csv
+#   throttle_hist_start   (phase_begin) reclaim_throttle(), cleared
+#   throttle_hist_take    (phase_end) rows of reclaim-throttle.csv
+#   throttle_hist_clear   its hist trigger cleared
+#   record_stick_bdi begin|end  (phase_begin/end) rows of bdi-stick.csv
+
+# Spinlock contention per phase, by the stack that met it: how often
+# the series' per-completion unpark (folio_rotate_immediate, one
+# lru_lock round trip per parked folio whose writeback ends, in the
+# completion's IRQ) contends with reclaim and the LRU's other users.  A
+# hist trigger on lock:contention_begin (queued_spin_lock_slowpath's
+# queueing path; flags 1 is a plain spinlock), keyed by the kernel stack,
+# cleared at every phase begin and read at its end into
+# lock-contention.csv (phase, contentions, frames from the innermost,
+# ";"-separated).  Only when the host enabled the event at boot
+# (SET="LOCK_CONTENTION=1").
+LOCK_EVENT=/sys/kernel/tracing/events/lock/contention_begin
+# A trigger's filter comes last, after any :clear or :pause.
+LOCK_HIST='hist:keys=stacktrace:vals=hitcount:size=4096'
+LOCK_FILTER='if flags == 1'
+lock_hist_start() {
+	case ${LOCK_HIST_STATE:-} in
+	on) echo "$LOCK_HIST:clear $LOCK_FILTER" >>"$LOCK_EVENT/trigger" ||
+		die "cannot clear the hist trigger on $LOCK_EVENT"
+		return 0 ;;
+	off) return 0 ;;
+	esac
+	LOCK_HIST_STATE=off
+	boot_trace_events | grep -qx lock/contention_begin || return 0
+	echo "$LOCK_HIST $LOCK_FILTER" >>"$LOCK_EVENT/trigger" ||
+		die "cannot set a hist trigger on $LOCK_EVENT"
+	LOCK_HIST_STATE=on
+	echo "phase,contentions,stack" >"$OUT/lock-contention.csv"
+}
+lock_hist_take() {
+	[ "${LOCK_HIST_STATE:-}" = on ] || return 0
+	awk -v phase="$PHASE" '
+		/^\{ stacktrace:/ { stack = ""; inside = 1; next }
+		inside && /^\} hitcount:/ {
+			printf "%s,%s,%s\n", phase, $3, stack
+			inside = 0; next
+		}
+		inside && NF { f = $1; sub(/\+.*/, "", f); stack = stack (stack == "" ? "" : ";") f }
+		# Stacks the full table could not take: counted, never lost.
+		/^ *Dropped: *[1-9]/ { printf "%s,%s,(dropped: the hist table was full)\n", phase, $2 }
+	' "$LOCK_EVENT/hist" >>"$OUT/lock-contention.csv"
+}
+
+# The stick's writeback state in the kernel's bdi debugfs file, at every
+# phase boundary: bdi-stick.csv (phase, event, uptime_s, key, value in
+# kB or kBps).  The flusher's chunk is half BdiWriteBandwidth: is the
+# estimate the stick's rate, and do dirty limits move (lab/README.md)?
+record_stick_bdi() {
+	[ -n "${STICK_DEV:-}" ] || return 0
+	local stats
+	stats=/sys/kernel/debug/bdi/$(cat "/sys/block/$(basename "$STICK_DEV")/dev")/stats
+	[ -r "$stats" ] || return 0
+	[ -f "$OUT/bdi-stick.csv" ] || echo "phase,event,uptime_s,key,value" >"$OUT/bdi-stick.csv"
+	awk -F: -v p="$PHASE" -v e="$1" -v t="$(uptime_s)" \
+		'NF == 2 && $2 ~ /^ *[0-9]+ *k?B?p?s?$/ { gsub(/ /, "", $1); split($2, v, " "); print p "," e "," t "," $1 "," v[1] }' \
+		"$stats" >>"$OUT/bdi-stick.csv"
+}
+
+# Time in reclaim_throttle() per phase, by reason and task: where
+# reclaim that does not scan spends its time instead (the series' parked
+# folios are not scanned; reclaim throttles as if it had met them, and
+# waits for them before an OOM, reason "parked").  A hist trigger on
+# vmscan:mm_vmscan_throttled, cleared at every phase begin and read at its
+# end into reclaim-throttle.csv; reason is the event's bit (1 << enum
+# vmscan_throttle_state).
+THROTTLE_EVENT=/sys/kernel/tracing/events/vmscan/mm_vmscan_throttled
+THROTTLE_HIST='hist:keys=reason,common_pid.execname:vals=hitcount,usec_delayed'
+throttle_hist_start() {
+	case ${THROTTLE_HIST_STATE:-} in
+	on) throttle_hist_clear; return 0 ;;
+	unavailable) return 0 ;;
+	esac
+	# On an event not enabled at boot the trigger would enable it, which
+	# patches kernel text under load (boot_trace_events).
+	if [ "$(head -c 1 "$THROTTLE_EVENT/enable" 2>/dev/null)" != 1 ]; then
+		THROTTLE_HIST_STATE=unavailable
+		echo "not available: $THROTTLE_EVENT is not enabled (trace_event= on the kernel command line)" \
+			>"$OUT/reclaim-throttle.csv"
+	elif echo "$THROTTLE_HIST" >>"$THROTTLE_EVENT/trigger" 2>/dev/null; then
+		THROTTLE_HIST_STATE=on
+		echo "phase,reason,comm,pid,sleeps,delayed_us,cgroup" >"$OUT/reclaim-throttle.csv"
+	else
+		THROTTLE_HIST_STATE=unavailable
+		echo "not available: cannot set a hist trigger on $THROTTLE_EVENT" \
+			>"$OUT/reclaim-throttle.csv"
+	fi
+}
+throttle_hist_take() {
+	[ "${THROTTLE_HIST_STATE:-}" = on ] || return 0
+	sed -nE 's/^\{ reason: *([0-9]+), common_pid: *(.*[^ ]) *\[ *([0-9]+)\] *\} hitcount: *([0-9]+) *usec_delayed: *([0-9]+).*/\1 \3 \4 \5 \2/p' \
+		"$THROTTLE_EVENT/hist" |
+		awk -v phase="$PHASE" '{
+			r = $1 == 1 ? "writeback" : $1 == 2 ? "isolated" : $1 == 4 ? "noprogress" : $1 == 8 ? "congested" : $1 == 16 ? "parked" : $1
+			comm = $5; for (i = 6; i <= NF; i++) comm = comm " " $i
+			gsub(/,/, ";", comm)
+			printf "%s,%s,%s,%s,%s,%s\n", phase, r, comm, $2, $3, $4
+		}' | while IFS= read -r row; do
+			# The task's cgroup while it lives (the neighbour's tasks do
+			# at the end of its measured phase): "fio" names the dirtier
+			# and the neighbour's reader alike.
+			IFS=, read -r _ _ _ pid _ <<<"$row"
+			echo "$row,$(task_cgroup "$pid")"
+		done >>"$OUT/reclaim-throttle.csv"
+}
+
+throttle_hist_clear() {
+	echo "$THROTTLE_HIST:clear" >>"$THROTTLE_EVENT/trigger" ||
+		die "cannot clear the hist trigger on $THROTTLE_EVENT"
+}
+
+# The trace events the host enabled on the kernel command line
+# (trace_event=sys:event,...), one "sys/event" per line.  The host
+# enables every event a run uses at boot and nothing turns them off
+# (lab/README.md, "Tracing"): disabling or enabling a tracepoint patches
+# kernel text, and under TCG a text_poke while reclaim ran once panicked
+# a guest on a stale int3.
+boot_trace_events() {
+	cmdline_value trace_event | tr ',' '\n' | tr ':' '/'
+}
+
+# The boot-enabled events stay enabled, but the top-level ring buffer
+# records nothing: the lab's tools read hist triggers, which see events
+# with recording off (trace_event_buffer_lock_reserve falls back to a
+# temporary buffer for them), and nothing pays for formatting events
+# that no one reads.
+quiesce_tracing() {
+	local t=/sys/kernel/tracing
+	[ -d "$t/events" ] || return 0
+	echo 0 >"$t/tracing_on" || die "cannot write $t/tracing_on"
+	: >"$t/trace" || die "cannot clear $t/trace"
+}
+
+# start_sampler PARENT LEAF...: /proc/vmstat, the root and PARENT at
+# SAMPLE_SLOW_MS (their rows feed phase deltas and the parent's rate
+# line), the leaves' memory.stat and memory.current at SAMPLE_MS: the
+# time series the plots draw.  The sampler-cost scenario measured why:
+# under TCG /proc/vmstat alone at 10 Hz costs the guest about 1% of a CPU.
+start_sampler() {
+	local parent=$1
+	shift
+	lab-sampler -i "$SAMPLE_MS" -s "$SAMPLE_SLOW_MS" -r "$CGROOT" \
+		-o "$OUT/samples.csv" -V -S / -S "$parent" "$@" 2>>"$OUT/sampler.log" &
+	SAMPLER_PID=$!
+}
+
+stop_sampler() {
+	kill -TERM "$SAMPLER_PID" 2>/dev/null || true
+	wait "$SAMPLER_PID" || die "sampler failed: $(tail -n 3 "$OUT/sampler.log")"
+}
+
+# A heartbeat on the console: progress for the user, and proof of life for
+# the host's hang detector.
+heartbeat() {
+	local cg=$1 line="$PHASE: $1" key v
+	# "immediate" exists with the patch series only.
+	for key in inactive_file active_file immediate file_dirty file_writeback; do
+		v=$(memcg_stat "$cg" "$key" || true)
+		[ -n "$v" ] && line+=" $key=$((v >> 20))M"
+	done
+	say "$line"
+}
+
+# Who reclaimed whose pages during the measured phase (attribution.csv):
+# from the patch series' tracepoint, or on a kernel without it from the
+# vanilla vmscan events (the scanned cgroup is then "unknown"; the mode
+# is in attribution.csv.meta).
+ATTRIB_PID=
+start_attribution() {
+	local i
+	lab-reclaim-attrib -r "$CGROOT" -o "${ATTRIB_OUT:-$OUT/attribution.csv}" \
+		2>>"$OUT/attribution.log" &
+	ATTRIB_PID=$!
+	# Its hists are in place when it says so; a tool that failed to set
+	# them up fails the run now, not after the phase it was to measure.
+	for i in $(seq 150); do
+		grep -q 'installed$' "$OUT/attribution.log" 2>/dev/null && return 0
+		kill -0 "$ATTRIB_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -TERM "$ATTRIB_PID" 2>/dev/null || true
+	wait "$ATTRIB_PID" || true
+	die "lab-reclaim-attrib did not say its hists were installed within 15 s: $(tail -n 3 "$OUT/attribution.log")"
+}
+
+stop_attribution() {
+	[ -n "$ATTRIB_PID" ] || return 0
+	kill -TERM "$ATTRIB_PID" 2>/dev/null || true
+	wait "$ATTRIB_PID" || die "lab-reclaim-attrib failed: $(tail -n 3 "$OUT/attribution.log")"
+	ATTRIB_PID=
+}

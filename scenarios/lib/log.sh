@@ -1,0 +1,49 @@
+# shellcheck shell=bash
+# The runner's console and phases (sourced by guest-run.sh; its header
+# says what API and Private mean).
+#
+# API:
+#   say WORDS...          a console line "memcg-lab: [uptime] WORDS"
+#   die WORDS...          say "error: WORDS", kill the members still
+#                         running, lift the stick's throttle, exit 1
+#   uptime_s              seconds since boot, the sampler's clock
+#   phase_begin NAME      begin phase NAME (PHASE, PHASE_START); the
+#                         instruments start their per-phase hists
+#   phase_end             end PHASE: its row of phases.csv, the hists read
+
+say() { echo "memcg-lab: [$(uptime_s)] $*"; }
+die() {
+	say "error: $*"
+	# The agent syncs before the guest shuts down: a stick still
+	# throttled (or stuck) under a dirtier that still runs would hold
+	# that sync for minutes, and the host would call the guest hung.
+	# The workloads are killed and the throttle lifted; once only, as
+	# stick_throttle dies when the host does not answer.
+	if [ -z "${DYING:-}" ]; then
+		DYING=1
+		local name
+		for name in "${!SCOPE_PID[@]}"; do
+			! scope_running "$name" || signal_member "$name" SIGKILL
+		done
+		[ "${STICK_THROTTLE:-off}" = off ] || stick_throttle off
+	fi
+	exit 1
+}
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+
+# Phase boundaries on the sampler's clock (CLOCK_BOOTTIME = /proc/uptime).
+phase_begin() {
+	PHASE=$1
+	throttle_hist_start
+	lock_hist_start
+	PHASE_START=$(uptime_s)
+	record_stick_bdi begin
+	say "phase $PHASE begins"
+}
+phase_end() {
+	echo "$PHASE,$PHASE_START,$(uptime_s)" >>"$OUT/phases.csv"
+	record_stick_bdi end
+	throttle_hist_take
+	lock_hist_take
+	say "phase $PHASE ends"
+}

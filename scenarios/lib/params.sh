@@ -1,0 +1,101 @@
+# shellcheck shell=bash
+# The run's parameters and the kernel's settings: provenance, the
+# scenario's resolved parameters, sysctls, the arm (sourced by
+# guest-run.sh; its header says what API and Private mean).
+#
+# API:
+#   apply_sysctls         each SYSCTLS entry, by sysctl -w
+# Private:
+#   cmdline_value KEY     the kernel command line's value of KEY
+#   record_guest_provenance  what the guest is: cmdline, uname, config, ...
+#   resolve_parameters    params.env, then the scenario's defaults;
+#                         params-resolved.env
+#   apply_arm             what the arm ARM writes (scenarios/arms.tsv);
+#                         arm.txt
+
+# The value of kernel parameter $1 (its last, as the kernel takes it).
+cmdline_value() {
+	tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p" | tail -n 1
+}
+
+record_guest_provenance() {
+	cp /proc/cmdline "$OUT/cmdline.txt"
+	uname -a >"$OUT/uname.txt"
+	sysctl -a >"$OUT/sysctl.txt" 2>/dev/null || true
+	zcat /proc/config.gz >"$OUT/guest-kernel.config" 2>/dev/null ||
+		echo "CONFIG_IKCONFIG_PROC not available" >"$OUT/guest-kernel.config"
+	cp /proc/meminfo "$OUT/meminfo-start.txt"
+	cp /proc/vmstat "$OUT/vmstat-start.txt"
+	dpkg-query -W -f='${Package} ${Version}\n' >"$OUT/rootfs-packages.txt" 2>/dev/null ||
+		echo "dpkg-query failed" >"$OUT/rootfs-packages.txt"
+	{
+		echo "cgroup_fs=$(stat -fc %T "$CGROOT")"
+		echo "lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
+		echo "thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled)"
+		echo "cpus_online=$(nproc)"
+		# tsc, or jiffies (1 ms) when the TSC was dropped: see host_tsc_khz
+		# in lab/run-scenario.sh.
+		echo "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+		echo "boot_trace_events=$(boot_trace_events | paste -sd' ')"
+	} >"$OUT/guest-state.txt"
+}
+
+resolve_parameters() {
+	MEM_MB=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
+	# Host overrides (make scenario SET="...") come first: scenario files
+	# only assign defaults with ${VAR:=...}.
+	[ -f "$OUT/params.env" ] && . "$OUT/params.env"
+	[ -f "$LAB/$SCENARIO.scenario" ] || die "no scenario $SCENARIO"
+	SCENARIO_DIR=$LAB
+	. "$LAB/$SCENARIO.scenario"
+	: "${SHAPE:?scenario does not set SHAPE}"
+	# The host's -smp (params.env): a guest that brought up fewer CPUs
+	# would measure a uniprocessor kernel without saying so.
+	[ -z "${GUEST_CPUS:-}" ] || [ "$(nproc)" -eq "$GUEST_CPUS" ] ||
+		die "the guest runs $(nproc) CPUs; the host gave it GUEST_CPUS=$GUEST_CPUS"
+	# The sampler's interval, recorded with its cost (sampler.log), and
+	# that of its slow files (cpu.stat, io.stat, memory.events,
+	# memory.pressure): the least multiple of SAMPLE_MS that is >= 1 s.
+	: "${SAMPLE_MS:=1000}"
+	[[ $SAMPLE_MS =~ ^[1-9][0-9]*$ ]] || die "SAMPLE_MS=$SAMPLE_MS is not a whole number of ms"
+	: "${SAMPLE_SLOW_MS:=$(((999 / SAMPLE_MS + 1) * SAMPLE_MS))}"
+	[[ $SAMPLE_SLOW_MS =~ ^[1-9][0-9]*$ ]] && ((SAMPLE_SLOW_MS % SAMPLE_MS == 0)) ||
+		die "SAMPLE_SLOW_MS=$SAMPLE_SLOW_MS is not a multiple of SAMPLE_MS=$SAMPLE_MS"
+	declare -F "shape_${SHAPE//-/_}" >/dev/null || die "unknown SHAPE=$SHAPE"
+	set | grep -E '^[A-Z][A-Z0-9_]*=' | grep -vE '^(BASH|EUID|PPID|UID|SHELLOPTS|PIPESTATUS|GROUPS|HOST|OPT|PWD|OLDPWD|IFS|PS[0-9]|HOME|PATH|TERM|SHLVL|LINENO|RANDOM|SECONDS|COLUMNS|LINES|MACHTYPE|HISTCMD|INVOCATION_ID|JOURNAL_STREAM|SYSTEMD_EXEC_PID|LANG|_)' \
+		>"$OUT/params-resolved.env"
+}
+
+WRITEBACK_POLICY=/proc/sys/vm/reclaim_writeback_policy
+# An arm writes one value into one kernel file, or nothing (the table's
+# guest_write).  The host refuses an arm the kernel cannot run before
+# the boot (check_arm_runs_on_kernel, on its .config and System.map);
+# the guest checks again on the running kernel, and names what is
+# missing, rather than measure under the wrong policy.
+apply_arm() {
+	local problem write file value
+	# The arms table (/lab/arms.tsv) and its reader, loaded here, their
+	# one user, so that sourcing the runner (as tests do) needs no /lab.
+	. "$LAB/lib/arms.sh"
+	problem=$(arm_name_problem "$ARM") || die "$problem"
+	write=${ARM_GUEST_WRITE[$ARM]}
+	if [ "$write" != - ]; then
+		file=${write%%=*} value=${write#*=}
+		[ -e "$file" ] ||
+			die "arm $ARM writes $file, which this kernel does not have (it needs ${ARM_KERNEL_NEEDS[$ARM]})"
+		echo "$value" >"$file" ||
+			die "the kernel refused $value in $file (arm $ARM needs ${ARM_KERNEL_NEEDS[$ARM]})"
+	fi
+	{
+		echo "arm=$ARM"
+		echo "lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
+		echo "reclaim_writeback_policy=$(cat "$WRITEBACK_POLICY" 2>/dev/null || echo absent)"
+	} >"$OUT/arm.txt"
+}
+
+apply_sysctls() {
+	local kv
+	for kv in ${SYSCTLS:-}; do
+		sysctl -q -w "$kv" || die "sysctl $kv failed"
+	done
+}

@@ -1,0 +1,114 @@
+# shellcheck shell=bash
+# The workloads the shapes share: the dirtier, the ramp until its pages
+# are under writeback, the neighbour's measured phase, and waiting on a
+# long job (sourced by guest-run.sh; its header says what API and
+# Private mean).
+#
+# API:
+#   start_dirtier NAME FILE [JOB [PROP...]]  fio overwriting FILE, in
+#                         member NAME
+#   ramp_until STEP_S KEY MB CG...  the ramp phase: until the CGs hold MB
+#                         of memory.stat KEY, or RAMP_MAX_S
+#   ramp_until_writeback CG...  the ramp until RAMP_WRITEBACK_MB under
+#                         writeback
+#   run_neighbour_phase CG [PROP...]  the neighbour's measured phase,
+#                         heartbeats of CG
+#   start_neighbour_phase [PROP...]  its first half: the phase begins,
+#                         attribution and the neighbour start
+#   finish_neighbour_phase CG  its second half: the phase ends on time,
+#                         attribution stops, the neighbour's tail
+#   wait_with_heartbeat PID WHAT  wait for a background job, a console
+#                         line every 30 s; its status, WAITED_S
+
+# The dirtier NAME: fio's buffered writer overwriting FILE on the stick
+# (or JOB, another fio job file), in NAME.scope.
+start_dirtier() {
+	local name=$1 file=$2 job=${3:-dirtier.fio}
+	shift $(($# < 3 ? $# : 3))
+	run_in_scope "$name" "$@" -- env DIRTY_FILE="$file" \
+		DIRTY_FILE_MB="$DIRTY_FILE_MB" DIRTY_RUNTIME_S="$DIRTY_RUNTIME_S" \
+		fio --output-format=json+ --output="$OUT/fio-$name.json" "$LAB/fio/$job"
+}
+
+# The ramp phase: until the memcgs CG... hold MB of memory.stat KEY, or
+# RAMP_MAX_S, looking every STEP_S seconds (a heartbeat every 5 s).
+#   ramp_until STEP_S KEY MB CG...
+ramp_until() {
+	local step=$1 key=$2 mb=$3 t=0
+	shift 3
+	phase_begin ramp
+	while [ $t -lt "$RAMP_MAX_S" ]; do
+		sleep "$step"
+		t=$((t + step))
+		[ $((t % 5)) -eq 0 ] && heartbeat "$1"
+		[ "$(memcg_stat_mb "$key" "$@")" -ge "$mb" ] && break
+	done
+	phase_end
+}
+
+# Until the dirtiers hold RAMP_WRITEBACK_MB under writeback, or
+# RAMP_MAX_S: the precondition is judged later, on the measured phase.
+ramp_until_writeback() {
+	ramp_until 5 file_writeback "$RAMP_WRITEBACK_MB" "$@"
+}
+
+# The neighbour's phase: buffered reads on the fast disk and the fault
+# latency probe, in neighbour.scope; heartbeats show cgroup $1.
+run_neighbour_phase() {
+	local watch=$1
+	shift
+	start_neighbour_phase "$@"
+	finish_neighbour_phase "$watch"
+}
+
+start_neighbour_phase() {
+	phase_begin neighbour
+	start_attribution
+	run_in_scope neighbour "$@" -- env READ_FILE=/mnt/fast/read.dat \
+		READ_FILE_MB="$READ_FILE_MB" NEIGHBOUR_S="$NEIGHBOUR_S" \
+		"$LAB/lib/neighbour.sh" "$OUT" "$PROBE_MB" "$PROBE_INTERVAL_MS" "$NEIGHBOUR_S"
+	list_members >"$OUT/cgroups-seen.txt"
+}
+
+# The measured phase ends NEIGHBOUR_S after it began, or earlier if the
+# neighbour is done: its reader and probe stop taking new work at
+# NEIGHBOUR_S but finish what they are in, which under reclaim took up to
+# 50 s more.  That tail is a phase of its own (neighbour-tail), so that
+# every run measures the same length of time.
+finish_neighbour_phase() {
+	local end left
+	end=$(awk -v s="$PHASE_START" -v d="$NEIGHBOUR_S" 'BEGIN { printf "%.2f", s + d }')
+	while scope_running neighbour; do
+		left=$(awk -v e="$end" -v now="$(uptime_s)" 'BEGIN { l = e - now; print (l > 5 ? 5 : l > 0 ? l : 0) }')
+		[ "$left" != 0 ] || break
+		heartbeat "$1"
+		sleep "$left"
+	done
+	# The phase ends on time; the attribution tool's last read of its
+	# hists (seconds under TCG) comes after.
+	phase_end
+	stop_attribution
+	if scope_running neighbour; then
+		phase_begin neighbour-tail
+		while scope_running neighbour; do
+			heartbeat "$1"
+			sleep 1
+		done
+		phase_end
+	fi
+	wait "${SCOPE_PID[neighbour]}" || die "neighbour failed"
+}
+
+# Waits for the background job $1 and returns its exit status, saying
+# "$2 running (N s)" every 30 s: the host's hang detector needs a console
+# line at least every 180 s.  WAITED_S: how long it ran, in seconds.
+wait_with_heartbeat() {
+	local pid=$1 what=$2
+	WAITED_S=0
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+		WAITED_S=$((WAITED_S + 1))
+		[ $((WAITED_S % 30)) -ne 0 ] || say "$what running (${WAITED_S} s)"
+	done
+	wait "$pid"
+}

@@ -1,0 +1,23 @@
+# shellcheck shell=bash
+# SHAPE=smoke: shape_smoke (lib/guest-run.sh sources this file).
+
+# A short end-to-end check of the whole lab: memcgs, sampler, fio on the
+# throttled stick.
+shape_smoke() {
+	prepare_stick
+	lay_out_file /mnt/stick/dirty-1.dat "$DIRTY_FILE_MB"
+	drop_caches
+	set_parent_limit "$PARENT_MAX_MB"
+	stick_throttle on
+	start_sampler "$SLICE" "$(cg_of dirtier)"
+	phase_begin write
+	start_dirtier dirtier /mnt/stick/dirty-1.dat
+	cat "$CGROOT/$SLICE/memory.max" >"$OUT/parent-memory.max"
+	list_members >"$OUT/cgroups-seen.txt"
+	wait "${SCOPE_PID[dirtier]}" || die "dirtier fio failed"
+	heartbeat "$SLICE"
+	phase_end
+	stop_sampler
+	# The boot test of the host's hang dump: a guest that says nothing.
+	[ "${SILENT_S:-0}" -eq 0 ] || sleep "$SILENT_S"
+}
