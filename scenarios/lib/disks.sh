@@ -53,11 +53,14 @@ tune_queue() {
 		[ "$kb" -ge 4 ] || die "cannot set max_sectors_kb on $1"
 	done
 	echo "${QUEUE_NR_REQUESTS:-1024}" >"$q/nr_requests" 2>/dev/null || true
-	# With CONFIG_BLK_WBT=n the file exists but refuses writes: WBT is off.
-	echo 0 >"$q/wbt_lat_usec" 2>/dev/null || true
+	# With CONFIG_BLK_WBT=n WBT is off: 6.1's file refuses writes, 6.12
+	# has no such file (and a write would try to create one).
+	[ ! -e "$q/wbt_lat_usec" ] || echo 0 >"$q/wbt_lat_usec" 2>/dev/null || true
 	local f
 	for f in scheduler nr_requests max_sectors_kb max_hw_sectors_kb wbt_lat_usec; do
-		[ -f "$q/$f" ] && echo "$(basename "$1") $f $(cat "$q/$f" 2>/dev/null || echo unreadable)"
+		if [ -f "$q/$f" ]; then
+			echo "$(basename "$1") $f $(cat "$q/$f" 2>/dev/null || echo unreadable)"
+		fi
 	done >>"$OUT/block-queue.txt"
 }
 
