@@ -90,6 +90,14 @@ finish_run() {
 # them (its record of the variables includes bash's FUNCNAME).
 [ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
+# A command that fails under set -e, not through die, ends the run with
+# no word of why (a 6.12 queue file once did): name it, and clean up as
+# die does.  An EXIT trap, not ERR with set -E: that one would also fire,
+# and kill the workloads, in command substitutions whose failure the
+# caller tests.
+trap 'rc=$?; [ "$rc" -eq 0 ] || [ -n "${DYING:-}" ] ||
+	die "the runner stopped (status $rc) on: $BASH_COMMAND"' EXIT
+
 record_guest_provenance
 quiesce_tracing
 resolve_parameters

@@ -201,6 +201,9 @@ def test_sourced_the_runner_runs_nothing_executed_it_runs(tmp_path):
     p = subprocess.run([GUEST_RUN, "smoke", "default"], capture_output=True, text=True,
                        timeout=60, env=env, cwd=tmp_path)
     assert p.returncode == 1 and "cp /proc/cmdline /results/cmdline.txt" in p.stderr, p.stderr
+    # a command that fails under set -e is named, as die names it
+    assert 'error: the runner stopped (status 1) on: cp /proc/cmdline "$OUT/cmdline.txt"' \
+        in p.stdout, p.stdout
     p = subprocess.run(["bash", "-c", f"source '{GUEST_RUN}' smoke default; echo sourced"],
                        capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
     assert p.returncode == 0 and p.stdout == "sourced\n" and "cp " not in p.stderr, p.stderr
