@@ -131,9 +131,9 @@ static struct hist patched_hists[] = {
 
 /* RECLAIM_WB_FILE and RECLAIM_WB_ANON of include/trace/events/vmscan.h */
 static struct hist vanilla_hists[] = {
-	{ "vmscan/" VANILLA_EVENT, "hist:keys=common_pid:vals=hitcount,nr_scanned,nr_reclaimed:size=4096 if flags & 2",
+	{ "vmscan/" VANILLA_EVENT, "hist:keys=common_pid:vals=hitcount,nr_scanned,nr_reclaimed:size=4096 if reclaim_flags & 2",
 	  HIST_PID_SHRINK, 0, "file", NULL, false, 0 },
-	{ "vmscan/" VANILLA_EVENT, "hist:keys=common_pid:vals=hitcount,nr_scanned,nr_reclaimed:size=4096 if flags & 1",
+	{ "vmscan/" VANILLA_EVENT, "hist:keys=common_pid:vals=hitcount,nr_scanned,nr_reclaimed:size=4096 if reclaim_flags & 1",
 	  HIST_PID_SHRINK, 0, "anon", NULL, false, 0 },
 };
 

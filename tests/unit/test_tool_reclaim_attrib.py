@@ -181,8 +181,8 @@ def test_vanilla_attributes_to_the_pid_cgroup_and_times_passes(tmp_path):
     hists = {
         f"vmscan/{VANILLA}": pid_hist("common_pid", scanned,
                                       [(1234, 3, 42, 40), (77, 1, 16, 16), (45, 2, 64, 64),
-                                       (4242, 1, 8, 0), (88, 1, 4, 4)], " if flags & 2")
-        + pid_hist("common_pid", scanned, [(1234, 1, 32, 20)], " if flags & 1"),
+                                       (4242, 1, 8, 0), (88, 1, 4, 4)], " if reclaim_flags & 2")
+        + pid_hist("common_pid", scanned, [(1234, 1, 32, 20)], " if reclaim_flags & 1"),
         f"synthetic/{SYNTH[0]}": pid_hist("pid", ["usecs"], [(77, 1, 20)]),
         f"synthetic/{SYNTH[1]}": pid_hist("pid", ["usecs"], [(1234, 2, 1600)]),
     }
