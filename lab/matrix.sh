@@ -250,7 +250,7 @@ print_estimate() {
 		pending[$s]=$((${pending[$s]:-0} + 1))
 		arm_of[$s]=$a
 	done
-	log "matrix on the $FLAVOUR kernel${MEMCG_LAB_KERNEL:+ $KERNEL_LABEL}: $total jobs, $((total - done)) to run, $done done before (ledger: $LEDGER)"
+	log "matrix on kernel $KERNEL_LABEL: $total jobs, $((total - done)) to run, $done done before (ledger: $LEDGER)"
 	for s in "${order[@]}"; do
 		read -r per n < <(earlier_run_seconds "$s"; echo)
 		if [ -n "$per" ]; then

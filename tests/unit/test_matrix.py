@@ -173,7 +173,7 @@ def test_the_estimate_uses_earlier_runs_of_the_scenario_else_its_timeout(tmp_pat
         "scenario,arm,rep,result,run_folder,finished_utc,reason\n"
         "dirty-neighbour,keep,1,ok,/x,2026-01-01T00:00:00Z,\n")
     err = estimate(tmp_path, "dirty-neighbour proactive", "keep mglru", 2)
-    assert (f"matrix on the lab kernel: 8 jobs, 7 to run, 1 done before "
+    assert (f"matrix on kernel lab: 8 jobs, 7 to run, 1 done before "
             f"(ledger: {tmp_path}/matrix-ledger.csv)") in err
     assert f"dirty-neighbour: 3 x 200 s (median of 3 earlier ok lab run(s) in {tmp_path})" in err
     assert (f"proactive: 4 x 900 s (no earlier ok lab run in {tmp_path}: "
@@ -186,7 +186,7 @@ def test_a_debug_estimate_counts_debug_runs_and_timeouts_only(tmp_path):
     add_run(tmp_path, "dirty-neighbour", "20260101T000000Z-keep", 200)
     add_run(tmp_path, "dirty-neighbour", "20260102T000000Z-keep", 700, flavour="debug")
     err = estimate(tmp_path, "dirty-neighbour proactive", "mglru", 1, debug="1")
-    assert "matrix on the debug kernel: 2 jobs, 2 to run, 0 done before" in err
+    assert "matrix on kernel debug: 2 jobs, 2 to run, 0 done before" in err
     assert f"ledger: {tmp_path}/matrix-ledger-debug.csv" in err
     assert "dirty-neighbour: 1 x 700 s (median of 1 earlier ok debug run(s)" in err
     # KERNEL_SLOWDOWN 4 on the debug kernel: 4 x 900 s
@@ -200,7 +200,7 @@ def test_make_matrix_prints_the_estimate_before_its_jobs(tmp_path):
         "paced,keep,1,ok,/x,2026-01-01T00:00:00Z,\npaced,keep,2,ok,/y,2026-01-01T00:00:00Z,\n")
     p = make("matrix", f"RESULTS={tmp_path}", "SCENARIOS=paced", "ARMS=keep", "RUNS=2")
     assert p.returncode == 0, p.stderr
-    plan = p.stderr.index("matrix on the lab kernel: 2 jobs, 0 to run, 2 done before")
+    plan = p.stderr.index("matrix on kernel lab: 2 jobs, 0 to run, 2 done before")
     assert plan < p.stderr.index("[1/2] paced/keep #")
     assert "expected: 0 jobs" in p.stderr
 
@@ -211,7 +211,7 @@ def test_make_matrix_debug_runs_the_debug_kernel_with_its_own_ledger(tmp_path):
         "paced,keep,1,ok,/x,2026-01-01T00:00:00Z,\n")
     p = make("matrix", "DEBUG=1", f"RESULTS={tmp_path}", "SCENARIOS=paced", "ARMS=keep", "RUNS=1")
     assert p.returncode == 0, p.stderr
-    assert (f"matrix on the debug kernel: 1 jobs, 0 to run, 1 done before "
+    assert (f"matrix on kernel debug: 1 jobs, 0 to run, 1 done before "
             f"(ledger: {tmp_path}/matrix-ledger-debug.csv)") in p.stderr
     # job lines carry the flavour; a debug matrix defaults to its own root
     p = make("matrix-jobs", "DEBUG=1", "SCENARIOS=paced", "ARMS=keep", "RUNS=1")
