@@ -8,6 +8,7 @@ disabled, events not enabled at boot are refused, and missing events are
 errors naming the path."""
 import csv
 import os
+import re
 import signal
 import subprocess
 import time
@@ -359,3 +360,25 @@ def test_it_stops_on_duration_or_signal(tmp_path, how):
     assert rc == 0, err
     assert time.monotonic() - start < 5
     assert read_rows(out)[("kswapd", "lab.slice/dirtier.scope", "global", "file")]["nr_reclaimed"] == "4"
+
+
+def test_vanilla_hists_name_fields_the_unpatched_event_has():
+    """The vanilla mode's triggers against the real 6.1/6.12 event's fields
+    (a fixture): the fake tracefs above accepts any trigger, and a filter
+    on the printed name "flags" failed every pristine-6.1 run with EINVAL."""
+    fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tracefs",
+                           f"{VANILLA}.fields")
+    with open(fixture) as f:
+        fields = {line.strip() for line in f if line.strip() and not line.startswith("#")}
+    source = os.path.join(os.path.dirname(__file__), "..", "..", "guest-rootfs", "tools",
+                          "lab-reclaim-attrib.c")
+    with open(source) as f:
+        triggers = re.findall(r'"vmscan/" VANILLA_EVENT, "([^"]*)"', f.read())
+    assert len(triggers) == 2
+    common = {"common_pid", "hitcount"}
+    for trigger in triggers:
+        hist, _, flt = trigger.partition(" if ")
+        named = set(re.search(r"keys=([\w,]+)", hist).group(1).split(","))
+        named |= set(re.search(r"vals=([\w,]+)", hist).group(1).split(","))
+        named |= set(re.findall(r"([a-z_][a-z0-9_]*)\s*(?:&|==|!=|<|>)", flt))
+        assert named - common <= fields, (trigger, sorted(named - common - fields))
