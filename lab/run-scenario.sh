@@ -221,22 +221,23 @@ split_set_assignments() {
 # no option names (the series' sysctl handler, which every build of the
 # series has whatever its options).
 check_arm_runs_on_kernel() {
-	local config=$KBUILD/.config map=$KBUILD/System.map need needs=() any
+	local config=$KBUILD/.config map=$KBUILD/System.map need needs=() missing
 	[ "${ARM_KERNEL_NEEDS[$ARM]}" != - ] || return 0
-	any=$(arms_for_any_kernel)
 	IFS=, read -ra needs <<<"${ARM_KERNEL_NEEDS[$ARM]}"
 	for need in "${needs[@]}"; do
+		missing=
 		case $need in
 		symbol:*)
 			grep -q " ${need#symbol:}\$" "$map" ||
-				die_usage "arm $ARM needs ${need#symbol:} in System.map, which the kernel in $KBUILD does not have; arm $ARM is ${ARM_DESCRIPTION[$ARM]}; arms that run on any kernel: $any"
+				missing="${need#symbol:} in System.map, which the kernel in $KBUILD does not have"
 			;;
 		CONFIG_*=*)
-			grep -qx "$need" "$config" ||
-				die_usage "arm $ARM needs $need, which $config does not have; arm $ARM is ${ARM_DESCRIPTION[$ARM]}; arms that run on any kernel: $any"
+			grep -qx "$need" "$config" || missing="$need, which $config does not have"
 			;;
 		*) die "scenarios/arms.tsv: arm $ARM needs '$need': neither CONFIG_X=y nor symbol:NAME" ;;
 		esac
+		[ -z "$missing" ] ||
+			die_usage "arm $ARM needs $missing; arm $ARM is ${ARM_DESCRIPTION[$ARM]}; arms that run on any kernel: $(arms_for_any_kernel)"
 	done
 }
 
