@@ -499,21 +499,38 @@ def load_attribution(csv_path):
             "passes": reclaim_passes(rows)}
 
 
+# How far the attribution may stray from memory.stat's pgscan and still
+# account for every page: 6.1 flushes a memcg's stats on read only when
+# more than 64 updates per CPU are pending (a few hundred pages on the
+# lab's 2 CPUs), and a reclaim pass counts pgscan when it isolates up to
+# 32 pages per CPU but fires its event when it ends.
+ATTRIBUTION_SLACK_PAGES = 1024
+
+
 def load_attribution_coverage(csv_path, rows):
     """How much of each memcg's pgscan the attribution rows account for:
-    lab-reclaim-attrib writes every memcg's memory.stat pgscan at its
-    start and end beside its CSV (attribution.csv.pgscan); a memcg's rows
-    with it as the scanned cgroup should sum to the difference.  {cgroup:
-    {"pgscan", "attributed", "ratio"}} for the memcgs with no child
-    memcg (pgscan is hierarchical), and with lost events ("hist_dropped",
-    "lost_rows") from the .meta; None without the .pgscan file (a run
-    from before it).  rows: attribution_rows(csv_path)."""
+    lab-reclaim-attrib writes every memcg's memory.stat pgscan beside its
+    CSV (attribution.csv.pgscan) before it installs its hists and after
+    it has read them (the outer window: the hists cannot have counted
+    more), and, since the lab's tool of 7 Dec 2026, after installing and
+    before reading (the inner window: they cannot have counted less).  A
+    memcg's rows with it as the scanned cgroup should sum to a count in
+    between.  {cgroup: {"pgscan" (outer), "pgscan_inner" (None for an
+    older run), "attributed", "ratio" (of the outer), "within" (between
+    the windows, give or take ATTRIBUTION_SLACK_PAGES; None without the
+    inner)}} for the memcgs with no child memcg (pgscan is
+    hierarchical), and with lost events ("hist_dropped", "lost_rows")
+    from the .meta; None without the .pgscan file (a run from before
+    it).  rows: attribution_rows(csv_path)."""
     side = csv_path + ".pgscan"
     if not os.path.exists(side):
         return None
+    pgscan, inner = {}, {}
     with open(side) as f:
-        pgscan = {r["cgroup"]: int(r["pgscan_end"]) - int(r["pgscan_start"])
-                  for r in csv.DictReader(f)}
+        for r in csv.DictReader(f):
+            pgscan[r["cgroup"]] = int(r["pgscan_end"]) - int(r["pgscan_start"])
+            if r.get("pgscan_inner_end") is not None:
+                inner[r["cgroup"]] = int(r["pgscan_inner_end"]) - int(r["pgscan_inner_start"])
     attributed = {}
     for r in rows:
         if r["lru"] != "-":
@@ -525,15 +542,18 @@ def load_attribution_coverage(csv_path, rows):
     for cg in sorted(leaves):
         if not pgscan[cg] and not attributed.get(cg):
             continue
-        got = attributed.get(cg, 0)
-        out["memcgs"][cg] = {"pgscan": pgscan[cg], "attributed": got,
-                             "ratio": got / pgscan[cg] if pgscan[cg] else None}
+        got, low = attributed.get(cg, 0), inner.get(cg)
+        out["memcgs"][cg] = {
+            "pgscan": pgscan[cg], "pgscan_inner": low, "attributed": got,
+            "ratio": got / pgscan[cg] if pgscan[cg] else None,
+            "within": None if low is None else
+            low - ATTRIBUTION_SLACK_PAGES <= got <= pgscan[cg] + ATTRIBUTION_SLACK_PAGES}
     meta = {}
     if os.path.exists(csv_path + ".meta"):
         with open(csv_path + ".meta") as f:
             meta = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
     out["source"] = meta.get("source", "trace_pipe")
-    for key in ("hist_dropped", "lost_rows", "unresolved_pids"):
+    for key in ("hist_dropped", "lost_rows", "unresolved_pids", "install_ms", "read_ms"):
         if key in meta:
             out[key] = int(meta[key])
     return out
@@ -793,12 +813,18 @@ def format_summary(s):
     if cov:
         lost = ", ".join(f"{k} {cov[k]}" for k in ("hist_dropped", "lost_rows", "unresolved_pids")
                          if k in cov)
+        gaps = (f"; installing took {cov['install_ms']} ms, reading {cov['read_ms']} ms"
+                if "install_ms" in cov else "")
         lines.append(f"attribution (attribution.csv, from {cov['source']}"
-                     + (f"; {lost}" if lost else "") + "): pages scanned per memcg "
-                     "against its memory.stat pgscan over the same window")
+                     + (f"; {lost}" if lost else "") + gaps + "): pages scanned per memcg "
+                     "against its memory.stat pgscan from before installing to after reading "
+                     "the hists (and from after installing to before reading)")
         for cg, c in cov["memcgs"].items():
             ratio = "n/a" if c["ratio"] is None else f"{c['ratio']:.1%}"
-            lines.append(f"  {cg:40s} {c['attributed']:>10d} of {c['pgscan']:>10d}  {ratio}")
+            inner = ("" if c.get("pgscan_inner") is None else
+                     f" (inner {c['pgscan_inner']:>10d}: "
+                     + ("within" if c["within"] else "OUTSIDE") + ")")
+            lines.append(f"  {cg:40s} {c['attributed']:>10d} of {c['pgscan']:>10d}  {ratio}{inner}")
     if "attribution_cost" in s:
         c = s["attribution_cost"]
         parts = [f"{w} {c[w]['us_per_1000_pages']:.0f} us" if c[w]["us_per_1000_pages"] is not None

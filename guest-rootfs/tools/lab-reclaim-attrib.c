@@ -41,9 +41,15 @@
  * pid-keyed hists are read every -i ms (default 1000) so that a pid's
  * cgroup is known before it exits.
  *
- * Beside the CSV: out.csv.meta (mode, events, drops, unresolved pids)
- * and out.csv.pgscan, every memcg's memory.stat pgscan at the start and
- * the end, to check that the rows account for every page scanned.
+ * Beside the CSV: out.csv.meta (mode, events, drops, unresolved pids,
+ * how long installing and reading the hists took) and out.csv.pgscan,
+ * every memcg's memory.stat pgscan at four points, to check that the rows
+ * account for every page scanned.  Installing and reading the hists take
+ * time while reclaim goes on (under TCG, a second or more at 100K pages/s),
+ * so no single window matches the hists': the outer one (pgscan_start to
+ * pgscan_end, before installing to after reading) holds every page they
+ * counted, and the inner one (pgscan_inner_start to pgscan_inner_end,
+ * after installing to before reading) only pages they counted.
  * Exits 1 naming the path when a needed event, field or file is missing.
  */
 #define _GNU_SOURCE
@@ -94,11 +100,17 @@ struct pid_name {
 	int cgroup;
 };
 
-/* A memcg's pgscan at the start and at the end. */
+/*
+ * When memory.stat's pgscan is read: before the hists are installed,
+ * after, before they are read and after.
+ */
+enum snap { SNAP_START, SNAP_INNER_START, SNAP_INNER_END, SNAP_END, NR_SNAPS };
+
+/* A memcg's pgscan at each snap; a memcg not there yet counts from 0. */
 struct memcg_scan {
 	char path[NAME_LEN];
-	unsigned long long start, end;
-	bool seen_start, seen_end;
+	unsigned long long pgscan[NR_SNAPS];
+	bool seen[NR_SNAPS];
 };
 
 /*
@@ -593,8 +605,9 @@ static int read_hist(struct hist *h, bool final)
 	return 0;
 }
 
-/* memory.stat's pgscan of every memcg, at the start (END false) or the end. */
-static bool snapshot_end;
+/* memory.stat's pgscan of every memcg, at snap_now. */
+static enum snap snap_now;
+static struct timespec snap_time[NR_SNAPS];
 
 static int snapshot_memcg(const char *path, const struct stat *st, int type,
 			  struct FTW *ftw)
@@ -633,20 +646,23 @@ static int snapshot_memcg(const char *path, const struct stat *st, int type,
 		m = &memcgs[nr_memcgs++];
 		snprintf(m->path, sizeof(m->path), "%s", rel);
 	}
-	if (snapshot_end) {
-		m->end = v;
-		m->seen_end = true;
-	} else {
-		m->start = v;
-		m->seen_start = true;
-	}
+	m->pgscan[snap_now] = v;
+	m->seen[snap_now] = true;
 	return 0;
 }
 
-static void snapshot_pgscan(bool end)
+static void snapshot_pgscan(enum snap when)
 {
-	snapshot_end = end;
+	snap_now = when;
+	clock_gettime(CLOCK_MONOTONIC, &snap_time[when]);
 	nftw(cgroup_root, snapshot_memcg, 16, FTW_PHYS | FTW_MOUNT);
+}
+
+/* Milliseconds from snap A to snap B. */
+static long long snap_ms(enum snap a, enum snap b)
+{
+	return (snap_time[b].tv_sec - snap_time[a].tv_sec) * 1000LL +
+	       (snap_time[b].tv_nsec - snap_time[a].tv_nsec) / 1000000;
 }
 
 /*
@@ -866,10 +882,13 @@ static int write_outputs(const char *outpath, unsigned long long dropped)
 	if (!out)
 		goto fail;
 	fprintf(out, "mode=%s\nsource=hist\nshrink_event=%s\npass_events=%s\n"
-		"hist_dropped=%llu\nlost_rows=%llu\nunresolved_pids=%llu\n",
+		"hist_dropped=%llu\nlost_rows=%llu\nunresolved_pids=%llu\n"
+		"install_ms=%lld\nread_ms=%lld\n",
 		patched ? "patched" : "vanilla",
 		patched ? PATCHED_EVENT : VANILLA_EVENT,
-		have_passes ? "yes" : "no", dropped, lost_rows, unresolved_pids);
+		have_passes ? "yes" : "no", dropped, lost_rows, unresolved_pids,
+		snap_ms(SNAP_START, SNAP_INNER_START),
+		snap_ms(SNAP_INNER_END, SNAP_END));
 	if (fclose(out) == EOF)
 		goto fail;
 
@@ -877,13 +896,16 @@ static int write_outputs(const char *outpath, unsigned long long dropped)
 	out = fopen(side, "we");
 	if (!out)
 		goto fail;
-	/* A memcg made after the start (the neighbour's scope) began at 0. */
-	fprintf(out, "cgroup,pgscan_start,pgscan_end\n");
-	for (i = 0; i < nr_memcgs; i++)
-		if (memcgs[i].seen_end)
-			fprintf(out, "%s,%llu,%llu\n", memcgs[i].path,
-				memcgs[i].seen_start ? memcgs[i].start : 0,
-				memcgs[i].end);
+	/* A memcg made after a snap (the neighbour's scope) was 0 at it. */
+	fprintf(out, "cgroup,pgscan_start,pgscan_end,pgscan_inner_start,pgscan_inner_end\n");
+	for (i = 0; i < nr_memcgs; i++) {
+		struct memcg_scan *m = &memcgs[i];
+
+		if (m->seen[SNAP_END])
+			fprintf(out, "%s,%llu,%llu,%llu,%llu\n", m->path,
+				m->pgscan[SNAP_START], m->pgscan[SNAP_END],
+				m->pgscan[SNAP_INNER_START], m->pgscan[SNAP_INNER_END]);
+	}
 	if (fclose(out) == EOF)
 		goto fail;
 	return 0;
@@ -971,12 +993,13 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	snapshot_pgscan(false);
+	snapshot_pgscan(SNAP_START);
 	sh = shrink_hists(&n);
 	if ((have_passes && install_passes()) || install_hists(sh, n)) {
 		remove_all();
 		return 1;
 	}
+	snapshot_pgscan(SNAP_INNER_START);
 	/* The runner waits for this line before its measured phase. */
 	fprintf(stderr, "lab-reclaim-attrib: %s, %zu hists%s installed\n",
 		patched ? "patched" : "vanilla", n, have_passes ? " and pass timing" : "");
@@ -991,8 +1014,9 @@ int main(int argc, char **argv)
 			stop = 1;
 		poll_pids();
 	}
+	snapshot_pgscan(SNAP_INNER_END);
 	ret = read_all(&dropped);
-	snapshot_pgscan(true);
+	snapshot_pgscan(SNAP_END);
 	remove_all();
 	if (ret)
 		return 1;

@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -166,8 +167,9 @@ def test_patched_rows_come_from_the_hists_with_cgroup_ids_named(tmp_path):
     assert all(x.startswith(SHRINK_KEYS) for x in lines[:8])
     assert (t / "events/vmscan" / PATCHED / "enable").read_text() == "1\n"
     assert (tmp_path / "attribution.csv.pgscan").read_text() == (
-        "cgroup,pgscan_start,pgscan_end\nlab.slice,1200,1200\n"
-        "lab.slice/dirtier.scope,1000,1000\n")
+        "cgroup,pgscan_start,pgscan_end,pgscan_inner_start,pgscan_inner_end\n"
+        "lab.slice,1200,1200,1200,1200\nlab.slice/dirtier.scope,1000,1000,1000,1000\n")
+    assert int(m["install_ms"]) >= 0 and int(m["read_ms"]) >= 0
 
 
 def test_vanilla_attributes_to_the_pid_cgroup_and_times_passes(tmp_path):
@@ -302,7 +304,50 @@ def test_a_memcg_made_during_the_window_counts_its_pgscan_from_0(tmp_path):
     _, err = tool.communicate(timeout=10)
     assert tool.returncode == 0, err
     assert (tmp_path / "attribution.csv.pgscan").read_text().splitlines()[1:] == [
-        "lab.slice/dirtier.scope,100,100", "lab.slice/neighbour.scope,0,42"]
+        "lab.slice/dirtier.scope,100,100,100,100", "lab.slice/neighbour.scope,0,42,0,42"]
+
+
+def test_the_inner_window_is_after_installing_and_before_reading_the_hists(tmp_path):
+    """Reclaim goes on while the tool installs and reads its hists, so it
+    reads pgscan four times.  The dirtier's memory.stat is a FIFO here:
+    each read waits for the test, which notes the triggers installed so
+    far and, at the third and fourth reads, rewrites the hist file, so
+    the rows say which version the tool read."""
+    cg, ino = cgroups(tmp_path)
+    d = ino["lab.slice/dirtier.scope"]
+    t = fake_tracefs(tmp_path, [PATCHED])
+    ev = t / "events/vmscan" / PATCHED
+    stat = cg / "lab.slice/dirtier.scope/memory.stat"
+    os.mkfifo(stat)
+    pgscan, installed = [100, 150, 400, 420], []
+
+    def serve_pgscan():
+        for n, v in enumerate(pgscan):
+            with open(stat, "w") as f:
+                installed.append(len((ev / "trigger").read_text().splitlines()))
+                if n >= 2:     # hists counted until the read (n 2), after it (n 3)
+                    (ev / "hist").write_text(shrink(0, 1, [(d, d, d, 9, 300 if n == 2 else 999, 0)]))
+                f.write(f"pgscan {v}\n")
+            time.sleep(0.1)    # the tool closes its end before the next read
+
+    server = threading.Thread(target=serve_pgscan, daemon=True)
+    server.start()
+    out = tmp_path / "attribution.csv"
+    tool = subprocess.Popen([TOOL, "-i", "20", "-t", str(t), "-r", str(cg), "-o", str(out)],
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 10
+    while len(installed) < 2 and time.time() < deadline:
+        time.sleep(0.05)
+    tool.send_signal(signal.SIGTERM)
+    _, err = tool.communicate(timeout=10)
+    server.join(timeout=5)
+    assert tool.returncode == 0, err
+    assert installed == [0, 8, 8, 8]
+    r = next(csv.DictReader((tmp_path / "attribution.csv.pgscan").open()))
+    assert (r["cgroup"], r["pgscan_start"], r["pgscan_inner_start"], r["pgscan_inner_end"],
+            r["pgscan_end"]) == ("lab.slice/dirtier.scope", "100", "150", "400", "420")
+    assert read_rows(out)[("lab.slice/dirtier.scope",) * 3 + ("file",)]["nr_scanned"] == "300"
+    assert (ev / "trigger").read_text().count("!") == 8
 
 
 def test_dropped_events_are_counted(tmp_path):
