@@ -8,6 +8,7 @@
 # Private:
 #   cmdline_value KEY     the kernel command line's value of KEY
 #   record_guest_provenance  what the guest is: cmdline, uname, config, ...
+#   guest_cpu_mbps        how fast this guest's CPU hashes, in MB/s
 #   resolve_parameters    params.env, then the scenario's defaults;
 #                         params-resolved.env
 #   apply_arm             what the arm ARM writes (scenarios/arms.tsv);
@@ -37,7 +38,21 @@ record_guest_provenance() {
 		# in lab/run-scenario.sh.
 		echo "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 		echo "boot_trace_events=$(boot_trace_events | paste -sd' ')"
+		echo "guest_cpu_mbps=$(guest_cpu_mbps)"
 	} >"$OUT/guest-state.txt"
+}
+
+# The guest's CPU speed under TCG, measured, not assumed: one host ran
+# the same build twice as fast 4 h apart (boot 12 s then 6 s, stick
+# layout 64 s then 36 s), and reclaim counts moved with it.  Comparing
+# this figure tells runs of one speed from a drifted batch.  16 MiB:
+# about a second under TCG here.
+guest_cpu_mbps() {
+	local t0 t1
+	t0=$(date +%s%N)
+	head -c 16M /dev/zero | sha256sum >/dev/null
+	t1=$(date +%s%N)
+	echo $((16 * 1048576 * 1000 / (t1 - t0 + 1)))
 }
 
 resolve_parameters() {
