@@ -62,6 +62,7 @@ class Dataset:
                    "path": r.path, "valid": problems[i] is None, "reason": problems[i] or "",
                    "kernel_build_id": r.build_id or "", "git_revision": r.provenance.get("git_revision", ""),
                    "accel": r.provenance.get("accel", ""),
+                   "guest_cpu_mbps": r.guest_cpu_mbps,
                    "failure_kind": validate.failure_kind(r.status),
                    "phase": s["phase"] if s else "",
                    "phase_s": s["phase_s"] if s else None}

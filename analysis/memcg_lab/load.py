@@ -234,6 +234,10 @@ class Run:
         self.status = read_keyvalue(self.file("status.txt"))
         self.params = run.load_parameters(self.file("params-resolved.env"))
         self.build_id = read_text(self.file("kernel-build-id.txt"))
+        # How fast the guest hashed (MB/s), None for a run from before it
+        # measured: the same host drifts (scenarios/lib/params.sh).
+        speed = read_keyvalue(self.file("guest-state.txt")).get("guest_cpu_mbps", "")
+        self.guest_cpu_mbps = int(speed) if speed.isdigit() and int(speed) > 0 else None
         self.arm = arms_table.canonical(self.provenance.get("arm", self.folder_arm))
         self.scenario = self.provenance.get("scenario", self.scenario_dir)
         self.kernel = (self.provenance.get("kernel_label") or self.folder_kernel

@@ -147,11 +147,23 @@ def arm_problems(runs):
     return problems
 
 
+# The spread of guest CPU speed (max over min) past which the runs of a
+# scenario are noted as not one batch: runs of one batch on the lab's
+# host, back to back, differ by less; the 4-hour drift was 2x.
+GUEST_SPEED_SPREAD = 1.15
+
+
 def scenario_notes(valid):
     """Warnings (not exclusions) about cells (kernel, arm) of one scenario
-    that differ in more than the kernel and the arm: parameters or the
-    host-side SET."""
+    that differ in more than the kernel and the arm: parameters, the
+    host-side SET, or the guest's CPU speed."""
     notes = []
+    speeds = {r.name: r.guest_cpu_mbps for r in valid if r.guest_cpu_mbps}
+    if speeds and max(speeds.values()) > GUEST_SPEED_SPREAD * min(speeds.values()):
+        slow, fast = min(speeds, key=speeds.get), max(speeds, key=speeds.get)
+        notes.append(f"the guest's CPU speed varies {max(speeds.values()) / min(speeds.values()):.2f}x "
+                     f"across the runs compared ({speeds[slow]} MB/s in {slow}, {speeds[fast]} MB/s "
+                     f"in {fast}; guest-state.txt guest_cpu_mbps): compare cells of one speed")
     by_cell = {}
     for r in valid:
         by_cell.setdefault((r.kernel, r.arm), r)

@@ -167,3 +167,23 @@ def test_old_runs_and_labelled_runs_of_the_lab_kernel_share_a_cell(tmp_path):
     d = collect.Dataset(tmp_path)
     assert d.runs["valid"].all(), d.runs[["run", "reason"]]
     assert list(d.runs["arm"]) == ["default", "default"] and d.kernels == ["lab"]
+
+
+@pytest.mark.parametrize("speeds,noted", [((20, 22), False), ((20, 40), True), ((20, None), False)])
+def test_a_spread_of_guest_cpu_speed_is_noted(tmp_path, speeds, noted):
+    """One host ran the same build twice as fast 4 h apart: runs whose
+    guests hashed at different speeds are named, not silently compared."""
+    two_kernels(tmp_path)
+    runs = [load.Run(tmp_path / p) for p in (DEFAULT_RUN, DEFAULT_RUN + ".2")]
+    for r, mbps in zip(runs, speeds):
+        with open(r.file("guest-state.txt"), "a") as f:
+            f.write(f"guest_cpu_mbps={mbps}\n" if mbps else "")
+    runs = [load.Run(r.path) for r in runs]
+    assert [r.guest_cpu_mbps for r in runs] == list(speeds)
+    notes = [n for n in validate.scenario_notes(runs) if "CPU speed" in n]
+    if noted:
+        assert notes == [f"the guest's CPU speed varies 2.00x across the runs compared "
+                         f"(20 MB/s in {runs[0].name}, 40 MB/s in {runs[1].name}; "
+                         "guest-state.txt guest_cpu_mbps): compare cells of one speed"]
+    else:
+        assert notes == []
