@@ -115,6 +115,14 @@ def describe(value):
     return str(value)
 
 
+def disks_of(provenance):
+    """How a run got its disks (provenance.txt layout=MODE KEY): "laid
+    out" in the run (fresh or save, and every run from before the
+    layout cache) or "kept" (the host's copy of a recipe's layout)."""
+    mode = provenance.get("layout", "fresh").split(" ")[0]
+    return "kept" if mode == "cached" else "laid out"
+
+
 def arm_problems(runs):
     """{run index: reason} for runs of one (scenario, kernel, arm) cell that do not
     match the group's kernel build id, guest clock, parameters or SET
@@ -128,6 +136,11 @@ def arm_problems(runs):
         values = {i: r.provenance.get(key, "unrecorded") for i, r in runs.items()
                   if i not in problems}
         problems.update(_odd_ones_out(values, what))
+    # A run on kept disks starts with a stick that has no write history
+    # unless warmed (RESULTS.md, "Laid-out disks"): not the same
+    # experiment as a run that laid its files out, until shown to be.
+    disks = {i: disks_of(r.provenance) for i, r in runs.items() if i not in problems}
+    problems.update(_odd_ones_out(disks, "disks"))
     # Before lab commit de0def3 a TCG guest's clocks fell to jiffies (1 ms):
     # latencies, PSI and CPU times of such runs are not to be averaged with
     # those of runs on the TSC.

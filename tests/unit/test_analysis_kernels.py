@@ -187,3 +187,19 @@ def test_a_spread_of_guest_cpu_speed_is_noted(tmp_path, speeds, noted):
                          "guest-state.txt guest_cpu_mbps): compare cells of one speed"]
     else:
         assert notes == []
+
+
+def test_runs_on_kept_disks_do_not_share_a_cell_with_runs_that_laid_out(tmp_path):
+    """A stick booted on kept disks wrote its writeback in other bursts
+    than one that laid its files out: the odd one out is named."""
+    two_kernels(tmp_path)
+    runs = {i: load.Run(tmp_path / p) for i, p in enumerate((DEFAULT_RUN, DEFAULT_RUN + ".2"))}
+    assert validate.arm_problems(runs) == {}
+    runs[2] = relabel(tmp_path, DEFAULT_RUN + ".3", "lab", runs[0].build_id)
+    for i, mode in ((1, "save 0123abcd"), (2, "cached 0123abcd")):
+        with open(tmp_path / (DEFAULT_RUN + ("", ".2", ".3")[i]) / "provenance.txt", "a") as f:
+            f.write(f"layout={mode}\n")
+    runs = {i: load.Run(tmp_path / (DEFAULT_RUN + n)) for i, n in enumerate(("", ".2", ".3"))}
+    runs[2].params = runs[0].params
+    assert validate.arm_problems(runs) == {
+        2: "mixed arm: disks kept differs from the arm's laid out"}
