@@ -45,7 +45,8 @@
  * how long installing and reading the hists took) and out.csv.pgscan,
  * every memcg's memory.stat pgscan at four points, to check that the rows
  * account for every page scanned.  Installing and reading the hists take
- * time while reclaim goes on (under TCG, a second or more at 100K pages/s),
+ * time while reclaim goes on (under TCG, most of a second while the
+ * dirtier scans hundreds of thousands of pages a second),
  * so no single window matches the hists': the outer one (pgscan_start to
  * pgscan_end, before installing to after reading) holds every page they
  * counted, and the inner one (pgscan_inner_start to pgscan_inner_end,

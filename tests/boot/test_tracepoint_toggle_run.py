@@ -52,8 +52,8 @@ def test_the_events_were_enabled_at_boot_and_stayed_enabled():
 
 
 def test_attribution_accounts_for_the_dirtiers_pgscan_between_its_windows():
-    """The dirtier reclaims ~100K pages/s under TCG while the tool
-    installs and reads its hists (a second or two): its rows fall between
+    """The dirtier scans ~300K pages/s under TCG while the tool
+    installs and reads its hists (most of a second): its rows fall between
     pgscan from after installing to before reading and pgscan from
     before installing to after reading (the run summary's judgement,
     give or take the memcg stats' flush lag), not within a fixed share
