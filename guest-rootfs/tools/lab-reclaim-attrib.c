@@ -46,11 +46,11 @@
  * every memcg's memory.stat pgscan at four points, to check that the rows
  * account for every page scanned.  Installing and reading the hists take
  * time while reclaim goes on (under TCG, most of a second while the
- * dirtier scans hundreds of thousands of pages a second),
- * so no single window matches the hists': the outer one (pgscan_start to
- * pgscan_end, before installing to after reading) holds every page they
- * counted, and the inner one (pgscan_inner_start to pgscan_inner_end,
- * after installing to before reading) only pages they counted.
+ * dirtier scans hundreds of thousands of pages a second), so no single
+ * window matches the hists': the outer one (pgscan_start to pgscan_end,
+ * before installing to after reading) holds every page they counted, and
+ * the inner one (pgscan_inner_start to pgscan_inner_end, after installing
+ * to before reading) only pages they counted.
  * Exits 1 naming the path when a needed event, field or file is missing.
  */
 #define _GNU_SOURCE
