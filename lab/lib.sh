@@ -5,6 +5,11 @@ LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LAB_CACHE=${MEMCG_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/memcg-lab}
 export LAB_ROOT LAB_CACHE
 
+# Every ok run's guest time on this host, whatever its results root
+# (scenario,flavour,elapsed_s,run): the matrix's estimate for a scenario
+# that has never run in its results root.
+RUN_DURATIONS=$LAB_CACHE/run-durations.csv
+
 # Log lines say how long the lab has been at work: since the outermost
 # make target (the Makefile sets MEMCG_LAB_T0) or lab script started, so
 # a script another one runs (run-scenario.sh -> build-kernel.sh) counts

@@ -224,7 +224,20 @@ earlier_run_seconds() {
 		is_ok_run "$d" || continue
 		[ "$(run_kernel_flavour "$d")" = "$FLAVOUR" ] || continue
 		sed -n 's/^elapsed_s=\([0-9][0-9]*\)$/\1/p' "$d/status.txt"
-	done | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)], NR }'
+	done | median_and_count
+}
+
+# The same from this host's record of ok runs in any results root
+# (lib.sh, RUN_DURATIONS), its last 20 of the scenario on this flavour.
+recorded_run_seconds() {
+	[ -f "$RUN_DURATIONS" ] || return 0
+	awk -F, -v s="$1" -v f="$FLAVOUR" '$1 == s && $2 == f && $3 ~ /^[0-9]+$/ { print $3 }' \
+		"$RUN_DURATIONS" | tail -n 20 | median_and_count
+}
+
+# "MEDIAN COUNT" of the whole numbers on stdin; nothing for none.
+median_and_count() {
+	sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)], NR }'
 }
 
 # The scenario's TIMEOUT_S on this flavour with SET applied: the
@@ -255,6 +268,8 @@ print_estimate() {
 		read -r per n < <(earlier_run_seconds "$s"; echo)
 		if [ -n "$per" ]; then
 			basis="median of $n earlier ok $FLAVOUR run(s) in $RESULTS"
+		elif read -r per n < <(recorded_run_seconds "$s"; echo) && [ -n "$per" ]; then
+			basis="none in $RESULTS: median of this host's last $n ok $FLAVOUR run(s) elsewhere, $RUN_DURATIONS"
 		else
 			per=$(scenario_timeout_seconds "$s" "${arm_of[$s]}")
 			basis="no earlier ok $FLAVOUR run in $RESULTS: its TIMEOUT_S, an upper bound"

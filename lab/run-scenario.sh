@@ -905,7 +905,17 @@ main() {
 		log "console: $RUN/console.log"
 		exit 1
 	fi
+	record_run_duration
 	log "ok: $NAME/$ARM in ${ELAPSED_S}s (boot to scenario ${BOOT_TO_SCENARIO_S:-?}s); results: $RUN"
+}
+
+# An ok run's guest time, for the matrix's estimates (lib.sh,
+# RUN_DURATIONS); a record that cannot be written costs only estimates.
+record_run_duration() {
+	mkdir -p "$(dirname "$RUN_DURATIONS")"
+	[ -s "$RUN_DURATIONS" ] || echo "scenario,flavour,elapsed_s,run" >"$RUN_DURATIONS" || return 0
+	echo "$NAME,$KERNEL_FLAVOUR,$ELAPSED_S,$RUN" >>"$RUN_DURATIONS" ||
+		log "could not record this run's duration in $RUN_DURATIONS"
 }
 
 # On one line: bash has parsed the exit before main runs.

@@ -14,7 +14,8 @@ MATRIX = os.path.join(ROOT, "lab/matrix.sh")
 
 
 def matrix(*args, results, seed="1"):
-    env = dict(os.environ, MEMCG_LAB_RESULTS=str(results), MATRIX_SEED=seed)
+    env = dict(os.environ, MEMCG_LAB_RESULTS=str(results), MATRIX_SEED=seed,
+               MEMCG_LAB_CACHE=str(results / "cache"))
     return subprocess.run([MATRIX] + list(args), capture_output=True, text=True,
                           timeout=60, env=env)
 
@@ -157,11 +158,41 @@ def estimate(results, scenarios, arms, runs, debug=""):
     without its last line (main): run mode would go on to boot."""
     script = (f"source <(sed '$d' {MATRIX}); mapfile -t j < <(job_list '{scenarios}' '{arms}' {runs}); "
               'print_estimate "${j[@]}"')
-    env = dict(os.environ, MEMCG_LAB_RESULTS=str(results), MEMCG_LAB_DEBUG=debug)
+    env = dict(os.environ, MEMCG_LAB_RESULTS=str(results), MEMCG_LAB_DEBUG=debug,
+               MEMCG_LAB_CACHE=str(results / "cache"))
     p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60,
                        cwd=os.path.dirname(MATRIX), env=env)
     assert p.returncode == 0, p.stderr
     return p.stderr
+
+
+def record_durations(cache, entries):
+    """Ok runs as run-scenario.sh records them on the host, appending
+    each to the cache's run-durations.csv."""
+    script = (f"source <(sed '$d' {ROOT}/lab/run-scenario.sh); "
+              + "; ".join(f"NAME={s} KERNEL_FLAVOUR={f} ELAPSED_S={e} RUN=/r/{i} record_run_duration"
+                          for i, (s, f, e) in enumerate(entries)))
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60,
+                       cwd=os.path.dirname(MATRIX), env=dict(os.environ, MEMCG_LAB_CACHE=str(cache)))
+    assert p.returncode == 0, p.stderr
+
+
+def test_a_scenario_new_to_the_results_root_is_estimated_from_the_hosts_record(tmp_path):
+    """A first matrix in a new results root once estimated 20 x 900 s
+    (5 h, the timeout) for 65 min of dirty-neighbour runs: the host's
+    record of ok runs elsewhere gives the estimate."""
+    results = tmp_path / "new-root"
+    results.mkdir()
+    record_durations(results / "cache", [("dirty-neighbour", "lab", 190), ("dirty-neighbour", "lab", 210),
+                                         ("dirty-neighbour", "lab", 200), ("dirty-neighbour", "debug", 900),
+                                         ("proactive", "debug", 300)])
+    rows = (results / "cache" / "run-durations.csv").read_text().splitlines()
+    assert rows[0] == "scenario,flavour,elapsed_s,run" and len(rows) == 6
+    assert rows[1] == "dirty-neighbour,lab,190,/r/0"
+    err = estimate(results, "dirty-neighbour proactive", "keep", 2)
+    assert ("dirty-neighbour: 2 x 200 s (none in " + str(results) + ": median of this host's "
+            "last 3 ok lab run(s) elsewhere, " + str(results / "cache" / "run-durations.csv") + ")") in err
+    assert f"proactive: 2 x 900 s (no earlier ok lab run in {results}: its TIMEOUT_S" in err
 
 
 def test_the_estimate_uses_earlier_runs_of_the_scenario_else_its_timeout(tmp_path):
