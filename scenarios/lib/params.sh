@@ -45,14 +45,19 @@ record_guest_provenance() {
 # The guest's CPU speed under TCG, measured, not assumed: one host ran
 # the same build twice as fast 4 h apart (boot 12 s then 6 s, stick
 # layout 64 s then 36 s), and reclaim counts moved with it.  Comparing
-# this figure tells runs of one speed from a drifted batch.  16 MiB:
-# about a second under TCG here.
+# this figure tells runs of one speed from a drifted batch.  The best of
+# three hashes of 8 MiB (about a second in all under TCG here), so that
+# what else the booting guest runs meanwhile does not count.
 guest_cpu_mbps() {
-	local t0 t1
-	t0=$(date +%s%N)
-	head -c 16M /dev/zero | sha256sum >/dev/null
-	t1=$(date +%s%N)
-	echo $((16 * 1048576 * 1000 / (t1 - t0 + 1)))
+	local t0 t1 i mbps best=0
+	for i in 1 2 3; do
+		t0=$(date +%s%N)
+		head -c 8M /dev/zero | sha256sum >/dev/null
+		t1=$(date +%s%N)
+		mbps=$((8 * 1048576 * 1000 / (t1 - t0 + 1)))
+		[ "$mbps" -le "$best" ] || best=$mbps
+	done
+	echo "$best"
 }
 
 resolve_parameters() {
