@@ -234,9 +234,10 @@ class Run:
         self.status = read_keyvalue(self.file("status.txt"))
         self.params = run.load_parameters(self.file("params-resolved.env"))
         self.build_id = read_text(self.file("kernel-build-id.txt"))
+        self.guest_state = run.load_guest_state(self.path)
         # How fast the guest hashed (MB/s), None for a run from before it
         # measured: the same host drifts (scenarios/lib/params.sh).
-        speed = read_keyvalue(self.file("guest-state.txt")).get("guest_cpu_mbps", "")
+        speed = self.guest_state.get("guest_cpu_mbps", "")
         self.guest_cpu_mbps = int(speed) if speed.isdigit() and int(speed) > 0 else None
         self.arm = arms_table.canonical(self.provenance.get("arm", self.folder_arm))
         self.scenario = self.provenance.get("scenario", self.scenario_dir)
@@ -269,6 +270,11 @@ class Run:
     def phases(self):
         return pd.DataFrame(run.load_phases(self.file("phases.csv")),
                             columns=["phase", "start_s", "end_s"])
+
+    def measured_phase(self):
+        """(name, start_s, end_s) of the phase the run measures."""
+        return run.measured_phase(run.load_phases(self.file("phases.csv")),
+                                  self.guest_state.get("measured_phase"))
 
     def probe_latencies(self, window=None):
         """The probe's bursts; with window (start_s, end_s), those that

@@ -57,7 +57,7 @@ def timeseries(r, stem):
     """One run: the dirtier's file LRU, scan/steal rates and the
     neighbour's PSI, time relative to the measured phase's start."""
     phases = r.phases()
-    _, t0, _ = run.measured_phase(list(phases.itertuples(index=False, name=None)))
+    _, t0, _ = r.measured_phase()
     fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
     ax = axes[0]
     # "immediate" is the series' LRU_IMMEDIATE list (parked folios under
@@ -106,8 +106,7 @@ def psi_overlay(runs, stem):
     (runs: {arm: load.Run}), on one axis."""
     fig, ax = plt.subplots(figsize=(8, 3.5))
     for arm, r in runs.items():
-        phases = r.phases()
-        _, t0, t1 = run.measured_phase(list(phases.itertuples(index=False, name=None)))
+        _, t0, t1 = r.measured_phase()
         s = r.series(run.NEIGHBOUR, "memory.pressure.some.total")
         s = s[(s.index >= t0) & (s.index <= t1)]
         if len(s) > 1:

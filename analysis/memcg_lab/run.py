@@ -29,7 +29,8 @@ V1_KEYS = {"memory.stat.file_writeback": "memory.stat.writeback",
 
 
 def cgroup_mode(series):
-    """'v1' when the sampler saw the v1 lab parent, else 'v2'."""
+    """'v1' when the sampler saw the v1 lab parent, else 'v2': for runs
+    from before guest-state.txt said (load_guest_state)."""
     return "v1" if any(cg == V1_CGROUPS[SLICE] for cg, _ in series) else "v2"
 
 
@@ -141,10 +142,17 @@ def load_phases(path):
     return phases
 
 
-def measured_phase(phases):
-    """The phase a scenario measures: 'neighbour' if present, else the
-    longest phase that is not the final drain."""
+def measured_phase(phases, declared=None):
+    """The phase a scenario measures: the one its shape declared
+    (guest-state.txt measured_phase, load_guest_state), else, for a run
+    from before shapes declared it or a shape that measures several
+    (writeback-cp's iterations), 'neighbour' if present, else the longest
+    phase that is not the final drain."""
     named = {p[0]: p for p in phases}
+    if declared:
+        if declared not in named:
+            raise RunError(f"the measured phase {declared} (guest-state.txt) is not in phases.csv")
+        return named[declared]
     if "neighbour" in named:
         return named["neighbour"]
     candidates = [p for p in phases if p[0] != "drain"]
@@ -283,6 +291,23 @@ def load_stick_bdi(path, phase):
         except (KeyError, TypeError, ValueError):
             raise RunError(f"{path}:{lineno}: expected phase,event,uptime_s,key,value") from None
     return out
+
+
+def load_guest_state(run_dir):
+    """guest-state.txt, what the guest recorded about itself: {key:
+    value} ({} without the file), "cgroup_mode" cut to v1 or v2 (the line
+    also names the lab parent)."""
+    state = {}
+    path = os.path.join(run_dir, "guest-state.txt")
+    if os.path.exists(path):
+        with open(path, errors="replace") as f:
+            for line in f:
+                name, sep, value = line.rstrip("\n").partition("=")
+                if sep:
+                    state[name] = value
+    if "cgroup_mode" in state:
+        state["cgroup_mode"] = state["cgroup_mode"].split(" ")[0]
+    return state
 
 
 def load_parameters(path):
@@ -664,8 +689,9 @@ def judge_precondition(series, dirtiers, threshold, start, end, mode):
 def summarise(run_dir):
     series = load_samples(os.path.join(run_dir, "samples.csv"))
     phases = load_phases(os.path.join(run_dir, "phases.csv"))
-    name, start, end = measured_phase(phases)
-    mode = cgroup_mode(series)
+    state = load_guest_state(run_dir)
+    name, start, end = measured_phase(phases, state.get("measured_phase"))
+    mode = state.get("cgroup_mode") or cgroup_mode(series)
     summary = {"run": os.path.abspath(run_dir), "phase": name, "cgroup_mode": mode,
                "phase_s": round(end - start, 3), "phase_window_s": [start, end],
                "counters": {}}

@@ -7,8 +7,10 @@
 #   die WORDS...          say "error: WORDS", kill the members still
 #                         running, lift the stick's throttle, exit 1
 #   uptime_s              seconds since boot, the sampler's clock
-#   phase_begin NAME      begin phase NAME (PHASE, PHASE_START); the
-#                         instruments start their per-phase hists
+#   phase_begin NAME [measured]  begin phase NAME (PHASE, PHASE_START);
+#                         the instruments start their per-phase hists;
+#                         "measured": the phase the run measures, one per
+#                         run (guest-state.txt measured_phase)
 #   phase_end             end PHASE: its row of phases.csv, the hists read
 
 say() { echo "memcg-lab: [$(uptime_s)] $*"; }
@@ -34,6 +36,14 @@ uptime_s() { cut -d' ' -f1 /proc/uptime; }
 # Phase boundaries on the sampler's clock (CLOCK_BOOTTIME = /proc/uptime).
 phase_begin() {
 	PHASE=$1
+	# Declared by the shape, so that the analysis need not guess which
+	# phase the run measures from the phases' names and lengths.
+	if [ "${2:-}" = measured ]; then
+		[ -z "${measured_phase:-}" ] ||
+			die "phase $1 declared measured after phase $measured_phase"
+		measured_phase=$1
+		echo "measured_phase=$1" >>"$OUT/guest-state.txt"
+	fi
 	throttle_hist_start
 	lock_hist_start
 	PHASE_START=$(uptime_s)

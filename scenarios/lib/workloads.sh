@@ -62,7 +62,7 @@ run_neighbour_phase() {
 }
 
 start_neighbour_phase() {
-	phase_begin neighbour
+	phase_begin neighbour measured
 	start_attribution
 	run_in_scope neighbour "$@" -- env READ_FILE=/mnt/fast/read.dat \
 		READ_FILE_MB="$READ_FILE_MB" NEIGHBOUR_S="$NEIGHBOUR_S" \

@@ -24,7 +24,7 @@ shape_invariants() {
 		cgs+=("$rel/$t")
 	done
 	start_sampler "$rel" "${cgs[@]}"
-	phase_begin tests
+	phase_begin tests measured
 	# Some steps (compact_memory behind the slow disk) print nothing for
 	# minutes: a heartbeat keeps the host's hang detector quiet.
 	# A subshell, so that $! is the whole pipeline (pipefail: its status).

@@ -38,7 +38,7 @@ shape_kselftest_cgroup() {
 	} >"$OUT/kselftest-env.txt"
 	echo "program,number,test,result" >"$OUT/kselftest.csv"
 	echo "program,exit_status,seconds" >"$OUT/kselftest-exit.csv"
-	phase_begin tests
+	phase_begin tests measured
 	[ -s "$dir/.built" ] || die "$dir/.built: no list of programs"
 	# The programs lab/build-kselftests.sh built, in its order.
 	for prog in $(cat "$dir/.built"); do

@@ -14,7 +14,7 @@ shape_proactive() {
 	start_sampler "$SLICE" "$cg"
 	start_dirtier dirtier /mnt/stick/dirty-1.dat
 	ramp_until_writeback "$cg"
-	phase_begin reclaim
+	phase_begin reclaim measured
 	start_attribution
 	echo "call,end_s,duration_ns,result,pgscan,pgsteal" >"$OUT/proactive.csv"
 	for i in $(seq "$RECLAIM_CALLS"); do

@@ -10,7 +10,7 @@ shape_smoke() {
 	set_parent_limit "$PARENT_MAX_MB"
 	stick_throttle on
 	start_sampler "$SLICE" "$(cg_of dirtier)"
-	phase_begin write
+	phase_begin write measured
 	start_dirtier dirtier /mnt/stick/dirty-1.dat
 	cat "$CGROOT/$SLICE/memory.max" >"$OUT/parent-memory.max"
 	list_members >"$OUT/cgroups-seen.txt"

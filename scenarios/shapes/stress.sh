@@ -25,7 +25,7 @@ shape_stress() {
 		start_dirtier "dirtier-$i" "/mnt/stick/dirty-$i.dat"
 	done
 	ramp_until_writeback "${cgs[@]}"
-	phase_begin stress
+	phase_begin stress measured
 	run_in_scope neighbour -- env READ_FILE=/mnt/fast/read.dat \
 		READ_FILE_MB="$READ_FILE_MB" NEIGHBOUR_S="$STRESS_S" \
 		"$LAB/lib/neighbour.sh" "$OUT" "$PROBE_MB" "$PROBE_INTERVAL_MS" "$STRESS_S"

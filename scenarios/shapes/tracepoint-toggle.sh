@@ -41,7 +41,7 @@ shape_tracepoint_toggle() {
 	start_sampler "$SLICE" "$cg"
 	start_dirtier dirtier /mnt/stick/dirty-1.dat
 	ramp_until_writeback "$cg"
-	phase_begin toggle
+	phase_begin toggle measured
 	# The lab's own attribution over the phase in tracing-on mode (its
 	# coverage of pgscan is checked by the boot test).  Not in enable
 	# mode: its triggers keep the events soft-enabled, and writing 0 to

@@ -17,6 +17,25 @@ def write_run(path, samples, phases, params="PRECONDITION_WRITEBACK_SHARE=0.80\n
     (path / "phases.csv").write_text("".join(f"{n},{a},{b}\n" for n, a, b in phases))
 
 
+def test_the_phase_the_shape_declared_is_measured_not_the_longest(tmp_path):
+    """guest-state.txt names the measured phase; without it (runs from
+    before) the longest phase but the drain is taken, here the ramp."""
+    samples = []
+    for t, scan in [(0, 0), (9, 100), (10, 150), (12, 200), (20, 900)]:
+        samples += [(t, DIRTIER, "memory.stat.pgscan", scan)]
+    write_run(tmp_path, samples, [("ramp", 0, 9), ("toggle", 10, 12), ("drain", 13, 20)])
+    assert run.summarise(tmp_path)["phase"] == "ramp"
+    (tmp_path / "guest-state.txt").write_text("cgroup_mode=v2 parent=lab.slice\n"
+                                              "measured_phase=toggle\n")
+    s = run.summarise(tmp_path)
+    assert (s["phase"], s["cgroup_mode"]) == ("toggle", "v2")
+    assert s["counters"][f"{DIRTIER}:memory.stat.pgscan"] == 50
+    (tmp_path / "guest-state.txt").write_text("measured_phase=neighbour\n")
+    with pytest.raises(run.RunError, match="the measured phase neighbour .guest-state.txt. "
+                                           "is not in phases.csv"):
+        run.summarise(tmp_path)
+
+
 def dirtier_lru(t, inactive, active, writeback):
     return [(t, DIRTIER, "memory.stat.inactive_file", inactive),
             (t, DIRTIER, "memory.stat.active_file", active),

@@ -207,3 +207,19 @@ def test_sourced_the_runner_runs_nothing_executed_it_runs(tmp_path):
     p = subprocess.run(["bash", "-c", f"source '{GUEST_RUN}' smoke default; echo sourced"],
                        capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
     assert p.returncode == 0 and p.stdout == "sourced\n" and "cp " not in p.stderr, p.stderr
+
+
+def test_a_shape_declares_its_measured_phase_once(tmp_path):
+    """phase_begin NAME measured records the phase the run measures in
+    guest-state.txt (the analysis reads it instead of guessing); a
+    second declaration in one run is an error naming both."""
+    stubs = ("throttle_hist_start() { :; }; lock_hist_start() { :; }; "
+             "record_stick_bdi() { :; }; uptime_s() { echo 1.00; }; ")
+    script = (f"source scenarios/lib/guest-run.sh smoke default; {stubs}"
+              f"OUT={tmp_path}; SCOPE_PID=(); "
+              "phase_begin ramp; phase_begin neighbour measured; phase_begin tail; "
+              "phase_begin again measured")
+    p = bash(script)
+    assert p.returncode == 1
+    assert "error: phase again declared measured after phase neighbour" in p.stdout, p.stdout
+    assert (tmp_path / "guest-state.txt").read_text() == "measured_phase=neighbour\n"
