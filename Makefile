@@ -61,9 +61,11 @@ help:
 	@echo "                     Without SCENARIOS, ARMS, RUNS: the verdict matrix,"
 	@lab/matrix.sh defaults | sed 's/^/                       /'
 	@echo "  make matrix-jobs ...   the same as a GNU parallel job list (stdout)"
-	@echo "  make report [RESULTS=results] [BASELINE=activate]"
+	@echo "  make report [RESULTS=results] [BASELINE=activate] [FIGURES=dir]"
 	@echo "                     tables, figures and report.html of every run under"
-	@echo "                     RESULTS, into RESULTS/report/<timestamp>/"
+	@echo "                     RESULTS, into RESULTS/report/<timestamp>/; FIGURES:"
+	@echo "                     each scenario's headline figures copied there too"
+	@echo "                     (analysis/figures: the ones RESULTS.md shows)"
 	@echo "  make test          the project's tests (static checks, host unit tests,"
 	@echo "                     one real boot of the smoke scenario)"
 	@echo "  make test-unit     host-side tests only (no kernel build, no boot)"
@@ -122,7 +124,7 @@ matrix-jobs:
 	done
 
 report: deps
-	/usr/bin/python3 analysis/report.py --baseline '$(or $(BASELINE),activate)' '$(RESULTS)'
+	/usr/bin/python3 analysis/report.py --baseline '$(or $(BASELINE),activate)' $(if $(FIGURES),--figures '$(FIGURES)') '$(RESULTS)'
 
 test: deps
 	tests/run-tests.sh all

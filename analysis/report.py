@@ -1,18 +1,46 @@
 #!/usr/bin/python3
 """Report on every run under a results folder:
-    report.py [--baseline ARM] [--no-notebook] RESULTS
+    report.py [--baseline ARM] [--no-notebook] [--figures DIR] RESULTS
 
 Writes RESULTS/report/<UTC timestamp>/ (tables, figures, report.md,
 cover-letter.txt) and, when Debian's nbconvert is installed, report.html
-from analysis/notebooks/report.py.  Exits 1 with the reason when no
-report can be made; excluded runs are listed, not fatal.
+from analysis/notebooks/report.py.  --figures DIR: also copies each
+scenario's headline figures (FIGURES, PNG) to DIR as
+<scenario>-<figure>.png, the ones RESULTS.md shows.  Exits 1 with the
+reason when no report can be made; excluded runs are listed, not fatal.
 """
 import argparse
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from memcg_lab import arms_table, notebook, report  # noqa: E402
+
+
+# The figures of a scenario that RESULTS.md shows, and the size past
+# which a committed figure is called too large.
+FIGURES = ["neighbour-cost.png", "probe-latency-cdf.png"]
+FIGURE_MAX_BYTES = 200 << 10
+
+
+def copy_figures(out, dest):
+    """Copies FIGURES of every scenario of report folder OUT to DEST;
+    returns the paths written and warnings (a figure over the size)."""
+    os.makedirs(dest, exist_ok=True)
+    written, warnings = [], []
+    for scenario in sorted(os.listdir(out)):
+        for name in FIGURES:
+            src = os.path.join(out, scenario, name)
+            if not os.path.isfile(src):
+                continue
+            path = os.path.join(dest, f"{scenario}-{name}")
+            shutil.copyfile(src, path)
+            written.append(path)
+            if os.path.getsize(path) > FIGURE_MAX_BYTES:
+                warnings.append(f"{path}: {os.path.getsize(path) >> 10} KiB, over "
+                                f"{FIGURE_MAX_BYTES >> 10} KiB")
+    return written, warnings
 
 
 def main(argv):
@@ -20,6 +48,7 @@ def main(argv):
     ap.add_argument("results")
     ap.add_argument("--baseline", default=arms_table.DEFAULT)
     ap.add_argument("--no-notebook", action="store_true")
+    ap.add_argument("--figures", metavar="DIR")
     args = ap.parse_args(argv[1:])
     try:
         out, ds = report.build(args.results, args.baseline)
@@ -30,6 +59,11 @@ def main(argv):
     for r in excluded.itertuples():
         print(f"report: excluded {r.run}: {r.reason}", file=sys.stderr)
     print(f"report: {int(ds.runs['valid'].sum())} runs used, {len(excluded)} excluded")
+    if args.figures:
+        written, warnings = copy_figures(out, args.figures)
+        for w in warnings:
+            print(f"report: {w}", file=sys.stderr)
+        print(f"report: {len(written)} figures copied to {args.figures}")
     if not args.no_notebook:
         print(f"report: {notebook.render(out)}")
     print(out)

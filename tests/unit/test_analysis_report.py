@@ -279,6 +279,21 @@ def test_cli_without_runs_fails_clearly(tmp_path):
     assert "no run folders" in p.stderr
 
 
+def test_cli_copies_each_scenarios_headline_figures_when_asked(results, tmp_path):
+    """make report FIGURES=analysis/figures: the figures RESULTS.md
+    shows, regenerated from the runs, named by scenario."""
+    dest = tmp_path / "figures"
+    p = subprocess.run([sys.executable, os.path.join(ANALYSIS, "report.py"), "--no-notebook",
+                        "--figures", str(dest), str(results)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    want = sorted(f"dirty-neighbour-{name}" for name in ("neighbour-cost.png",
+                                                         "probe-latency-cdf.png"))
+    assert sorted(os.listdir(dest)) == want
+    assert f"report: 2 figures copied to {dest}" in p.stdout
+    assert all(os.path.getsize(dest / f) > 1000 for f in want)
+
+
 def test_notebook_source_is_percent_format():
     cells = notebook.percent_cells(open(notebook.SOURCE).read())
     assert cells[0][0] == "markdown" and cells[0][1].startswith("# memcg-lab report")
