@@ -10,7 +10,7 @@ import matplotlib.colors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from memcg_lab import arms_table, run  # noqa: E402
+from memcg_lab import arms_table, load, run  # noqa: E402
 
 # A known arm's colour is fixed (the arms table's) so that a figure's
 # colours do not depend on which arms happen to be in it.
@@ -18,10 +18,21 @@ SPARE = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 MIB = 1 << 20
 
 
-def arm_colour(arm):
-    if arm in arms_table.COLOURS:
-        return arms_table.COLOURS[arm]
-    return SPARE[sum(map(ord, arm)) % len(SPARE)]
+def arm_colour(cell):
+    """The colour of an arm, or of a cell "kernel:arm" of a report with
+    several kernels: the lab kernel's cell takes its arm's colour, another
+    kernel's a darker or lighter shade of it (by the kernel's name), so
+    that no cell takes another arm's colour; an arm the table does not
+    know, a spare one."""
+    kernel, _, arm = cell.rpartition(":")
+    if arm not in arms_table.COLOURS:
+        return SPARE[sum(map(ord, cell)) % len(SPARE)]
+    base = arms_table.COLOURS[arm]
+    if not kernel or kernel == load.DEFAULT_KERNEL:
+        return base
+    rgb = np.array(matplotlib.colors.to_rgb(base))
+    shade = rgb * 0.55 if sum(map(ord, kernel)) % 2 else rgb + (1 - rgb) * 0.5
+    return matplotlib.colors.to_hex(shade)
 
 
 def legend(ax, **kw):
@@ -138,7 +149,10 @@ def boxplots(metric_table, arms, names, stem):
             patch.set_alpha(0.35)
         for i, (vals, arm) in enumerate(zip(data, arms), start=1):
             ax.plot(np.full(len(vals), i), vals, "o", color=arm_colour(arm), ms=4)
-        ax.set_xticks(range(1, len(arms) + 1), [f"{a}\n({len(v)} runs)" for a, v in zip(arms, data)])
+        # Cells "kernel:arm" are long: slanted, five of them fit.
+        long = any(":" in a for a in arms)
+        ax.set_xticks(range(1, len(arms) + 1), [f"{a}\n({len(v)} runs)" for a, v in zip(arms, data)],
+                      rotation=30 if long else 0, ha="right" if long else "center", fontsize=8)
         ax.set_ylabel(f"{m.label} ({m.unit})")
         ax.set_ylim(bottom=0)
     fig.tight_layout()

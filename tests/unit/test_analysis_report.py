@@ -138,6 +138,16 @@ def test_arm_colours_are_fixed():
     assert plots.arm_colour("somenewarm") == plots.arm_colour("somenewarm")
 
 
+def test_a_cell_of_another_kernel_is_a_shade_of_its_arms_colour():
+    """A report of lab:keep, lab:mglru and debian-6.12:mglru once drew
+    keep and mglru alike (cells fell to the spare colours by name)."""
+    keep, mglru = plots.arm_colour("keep"), plots.arm_colour("mglru")
+    assert plots.arm_colour("lab:keep") == keep and plots.arm_colour("lab:mglru") == mglru
+    other = plots.arm_colour("debian-6.12:mglru")
+    assert other not in (keep, mglru, plots.arm_colour("lab:immediate"))
+    assert other == plots.arm_colour("debian-6.12:mglru")
+
+
 def test_report_folder(results):
     out, ds = report.build(str(results), "default", stamp="20261204T000000Z")
     assert out == os.path.join(str(results), "report", "20261204T000000Z")
