@@ -161,8 +161,10 @@ def arm_problems(runs):
 
 
 # The spread of guest CPU speed (max over min) past which the runs of a
-# scenario are noted as not one batch: runs of one batch on the lab's
-# host, back to back, differ by less; the 4-hour drift was 2x.
+# scenario are noted as perhaps not one batch.  A first guess: the
+# 4-hour drift was 2x, but one batch's single 16 MiB hashes also spread
+# 1.9x (RESULTS.md, the verdict), and the best-of-three figure that
+# replaced them has not yet been measured over a batch.
 GUEST_SPEED_SPREAD = 1.15
 
 
