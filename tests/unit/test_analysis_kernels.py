@@ -195,7 +195,7 @@ def test_runs_on_kept_disks_do_not_share_a_cell_with_runs_that_laid_out(tmp_path
     two_kernels(tmp_path)
     runs = {i: load.Run(tmp_path / p) for i, p in enumerate((DEFAULT_RUN, DEFAULT_RUN + ".2"))}
     assert validate.arm_problems(runs) == {}
-    runs[2] = relabel(tmp_path, DEFAULT_RUN + ".3", "lab", runs[0].build_id)
+    relabel(tmp_path, DEFAULT_RUN + ".3", "lab", runs[0].build_id)   # a third run
     for i, mode in ((1, "save 0123abcd"), (2, "cached 0123abcd")):
         with open(tmp_path / (DEFAULT_RUN + ("", ".2", ".3")[i]) / "provenance.txt", "a") as f:
             f.write(f"layout={mode}\n")
