@@ -51,19 +51,6 @@ def find_runs(results):
     return sorted(found)
 
 
-def read_keyvalue(path):
-    """key=value lines ({} without the file)."""
-    if not os.path.exists(path):
-        return {}
-    out = {}
-    with open(path) as f:
-        for line in f:
-            k, sep, v = line.rstrip("\n").partition("=")
-            if sep:
-                out[k] = v
-    return out
-
-
 def read_text(path):
     if not os.path.exists(path):
         return None
@@ -230,8 +217,8 @@ class Run:
         self.folder_arm = arms_table.canonical(m.group("arm")) if m else None
         self.folder_kernel = m.group("kernel") if m else None
         self.scenario_dir = os.path.basename(os.path.dirname(self.path))
-        self.provenance = read_keyvalue(self.file("provenance.txt"))
-        self.status = read_keyvalue(self.file("status.txt"))
+        self.provenance = run.read_keyvalue(self.file("provenance.txt"))
+        self.status = run.read_keyvalue(self.file("status.txt"))
         self.params = run.load_parameters(self.file("params-resolved.env"))
         self.build_id = read_text(self.file("kernel-build-id.txt"))
         self.guest_state = run.load_guest_state(self.path)

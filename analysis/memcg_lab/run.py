@@ -293,18 +293,24 @@ def load_stick_bdi(path, phase):
     return out
 
 
-def load_guest_state(run_dir):
-    """guest-state.txt, what the guest recorded about itself: {key:
-    value} ({} without the file), "cgroup_mode" cut to v1 or v2 (the line
-    also names the lab parent)."""
-    state = {}
-    path = os.path.join(run_dir, "guest-state.txt")
+def read_keyvalue(path):
+    """key=value lines ({} without the file): the run folder's
+    provenance.txt, status.txt, guest-state.txt, params-resolved.env."""
+    out = {}
     if os.path.exists(path):
         with open(path, errors="replace") as f:
             for line in f:
                 name, sep, value = line.rstrip("\n").partition("=")
                 if sep:
-                    state[name] = value
+                    out[name] = value
+    return out
+
+
+def load_guest_state(run_dir):
+    """guest-state.txt, what the guest recorded about itself: {key:
+    value} ({} without the file), "cgroup_mode" cut to v1 or v2 (the line
+    also names the lab parent)."""
+    state = read_keyvalue(os.path.join(run_dir, "guest-state.txt"))
     if "cgroup_mode" in state:
         state["cgroup_mode"] = state["cgroup_mode"].split(" ")[0]
     return state
@@ -312,9 +318,7 @@ def load_guest_state(run_dir):
 
 def load_parameters(path):
     """The guest's resolved parameters as strings ({} without the file)."""
-    params = {}
-    if not os.path.exists(path):
-        return params
+    return {name: value.strip("'") for name, value in read_keyvalue(path).items()}
     with open(path) as f:
         for line in f:
             name, sep, value = line.rstrip("\n").partition("=")
