@@ -8,7 +8,7 @@
 # tools/testing/selftests/cgroup of the pristine Debian 6.1 tree (the
 # series does not change them); the cgroup-selftests scenario runs them.
 #
-# lru-immediate: the series' own kselftest, test_lru_immediate (patch 15,
+# lru-immediate: the series' own kselftest, test_lru_immediate (patch 16,
 # tools/testing/selftests/cgroup/test_lru_immediate.c), from the pristine
 # tree with the selftests part of every patch in patches/series applied;
 # the immediate-invariants scenario runs it.
