@@ -336,12 +336,6 @@ def load_guest_state(run_dir):
 def load_parameters(path):
     """The guest's resolved parameters as strings ({} without the file)."""
     return {name: value.strip("'") for name, value in read_keyvalue(path).items()}
-    with open(path) as f:
-        for line in f:
-            name, sep, value = line.rstrip("\n").partition("=")
-            if sep:
-                params[name] = value.strip("'")
-    return params
 
 
 def read_cgroups(path):
