@@ -84,8 +84,9 @@ class Dataset:
                     rows.append(row)
                     continue
                 key = {"scenario": r.scenario, "arm": row["arm"], "run": row["run"]}
-                values = metrics.run_metrics(s, fio, probe)
-                values.update(metrics.window_metrics(r.series, probe))
+                cgroups = r.cgroups()
+                values = metrics.run_metrics(s, fio, probe, cgroups)
+                values.update(metrics.window_metrics(r.series, probe, cgroups))
                 r.forget_samples()
                 row.update(values)
                 metric_rows += [{**key, "metric": m, "value": v} for m, v in values.items()

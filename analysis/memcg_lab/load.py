@@ -232,6 +232,7 @@ class Run:
                        or self.provenance.get("kernel_flavour")
                        or self.status.get("kernel_flavour") or DEFAULT_KERNEL)
         self._samples = None
+        self._cgroups = None
 
     def file(self, name):
         return os.path.join(self.path, name)
@@ -320,12 +321,26 @@ class Run:
                 if isinstance(t, dict) else math.nan for t in per_iteration]
         return df
 
+    def cgroup_mode(self):
+        """v1 or v2, as guest-state.txt says, else as the samples show
+        (run.cgroup_mode)."""
+        return (self.guest_state.get("cgroup_mode")
+                or run.cgroup_mode(set(self.samples["cgroup"].unique())))
+
+    def cgroups(self):
+        """The run's parent, dirtiers and neighbour as samples.csv names
+        them (run.run_cgroups: cgroups.csv, or the old names)."""
+        if self._cgroups is None:
+            self._cgroups = run.run_cgroups(self.path, set(self.samples["cgroup"].unique()),
+                                            self.cgroup_mode())
+        return self._cgroups
+
     def series(self, cgroup, key):
-        """One counter or gauge as a Series indexed by time_s; v2 names
-        are translated for a cgroup v1 run (run.actual_name)."""
+        """One counter or gauge as a Series indexed by time_s: cgroup as
+        samples.csv names it (Run.cgroups), key by its v2 name, translated
+        for a cgroup v1 run (run.actual_key); empty for cgroup None."""
         s = self.samples
-        if (s["cgroup"] == run.V1_CGROUPS[run.SLICE]).any():
-            cgroup, key = run.actual_name("v1", cgroup, key)
+        key = run.actual_key(self.cgroup_mode(), key)
         sel = s[(s["cgroup"] == cgroup) & (s["key"] == key)]
         return pd.Series(sel["value"].to_numpy(), index=sel["time_s"].to_numpy(),
                          name=f"{cgroup}:{key}").sort_index()

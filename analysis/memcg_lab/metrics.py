@@ -11,8 +11,6 @@ from memcg_lab import run
 
 Metric = namedtuple("Metric", "name label unit better")
 
-NB, DT, SL = run.NEIGHBOUR, run.DIRTIER, run.SLICE
-
 METRICS = [
     Metric("nb_psi_some_s", "Neighbour PSI some", "s", "lower"),
     Metric("nb_psi_some_pct", "Neighbour PSI some share", "% of phase", "lower"),
@@ -94,23 +92,28 @@ def _ratio(a, b, scale=1.0):
     return a / b * scale
 
 
-def run_metrics(summary, fio, probe):
+def run_metrics(summary, fio, probe, cgroups):
     """{metric name: value or None} for one run.  fio is load.Run.fio(),
-    probe load.Run.probe_latencies()."""
+    probe load.Run.probe_latencies(), cgroups load.Run.cgroups() (the
+    dirtier's counters are those of a run with one dirtier: dirty-many's
+    runs have none, as before cgroups.csv)."""
     c = summary["counters"]
     phase_s = summary["phase_s"]
+    nb, dt, sl = cgroups.neighbour, cgroups.dirtier, cgroups.parent
 
     mode = summary.get("cgroup_mode", "v2")
 
     def counter(cg, key, scale=1.0):
-        v = c.get("%s:%s" % run.actual_name(mode, cg, key))
+        """cg's counter in the summary ("-": /proc/vmstat), None for a
+        run without cg or the key."""
+        v = None if cg is None else c.get(f"{cg}:{run.actual_key(mode, key)}")
         return None if v is None else v * scale
 
     def fio_stat(job, direction, stat):
         sel = fio[(fio["job"] == job) & (fio["direction"] == direction) & (fio["stat"] == stat)]
         return float(sel["value_us"].iloc[0]) if len(sel) else None
 
-    some_us = counter(NB, "memory.pressure.some.total")
+    some_us = counter(nb, "memory.pressure.some.total")
     read_bw = fio_stat("neighbour-read", "read", "bw_KiBps")
     write_bw = fio_stat("dirtier", "write", "bw_KiBps")
     clat = fio_stat("neighbour-read", "read", "mean")
@@ -126,9 +129,9 @@ def run_metrics(summary, fio, probe):
     work = None
     if read_mib is not None and probe_mb and lat is not None:
         work = read_mib + len(lat) * probe_mb
-    nb_sys = counter(NB, "cpu.stat.system_usec", 1e-6)
+    nb_sys = counter(nb, "cpu.stat.system_usec", 1e-6)
     passes = summary.get("reclaim_passes")
-    nb_reclaim = None if passes is None else passes.get(NB, {}).get("s", 0.0)
+    nb_reclaim = None if passes is None else passes.get(nb, {}).get("s", 0.0)
     stick = summary.get("stick_write_bps")
     stalls = summary.get("writeback_stalls") or {}
     return {
@@ -136,8 +139,8 @@ def run_metrics(summary, fio, probe):
         "nb_sys_ms_per_mib": _ratio(nb_sys, work, 1e3),
         "nb_reclaim_s": nb_reclaim,
         "nb_reclaim_ms_per_mib": _ratio(nb_reclaim, work, 1e3),
-        "nb_throttled_s": _delayed_s(by_cgroup, NB),
-        "slice_oom_kills": counter(SL, "memory.events.oom_kill"),
+        "nb_throttled_s": _delayed_s(by_cgroup, nb),
+        "slice_oom_kills": counter(sl, "memory.events.oom_kill"),
         "dirtier_of_stick_pct": _ratio(counter("-", "vmstat.nr_written", 4096),
                                        stick * phase_s if stick else None, 100),
         "stick_stall_max_s": stalls.get("max_s"),
@@ -148,26 +151,26 @@ def run_metrics(summary, fio, probe):
         "throttled_writeback_s": _delayed_s(by_reason, "writeback"),
         "throttled_congested_s": _delayed_s(by_reason, "congested"),
         "throttled_parked_s": _delayed_s(by_reason, "parked"),
-        "dirtier_throttled_parked_s": _delayed_s(by_reason_cgroup, f"parked:{DT}"),
-        "nb_throttled_parked_s": _delayed_s(by_reason_cgroup, f"parked:{NB}"),
+        "dirtier_throttled_parked_s": _delayed_s(by_reason_cgroup, f"parked:{dt}"),
+        "nb_throttled_parked_s": _delayed_s(by_reason_cgroup, f"parked:{nb}"),
         "nb_psi_some_s": None if some_us is None else some_us / 1e6,
         "nb_psi_some_pct": _ratio(some_us, phase_s * 1e6, 100),
-        "nb_psi_full_s": counter(NB, "memory.pressure.full.total", 1e-6),
+        "nb_psi_full_s": counter(nb, "memory.pressure.full.total", 1e-6),
         "nb_system_s": nb_sys,
-        "nb_user_s": counter(NB, "cpu.stat.user_usec", 1e-6),
-        "nb_refault_file": counter(NB, "memory.stat.workingset_refault_file"),
+        "nb_user_s": counter(nb, "cpu.stat.user_usec", 1e-6),
+        "nb_refault_file": counter(nb, "memory.stat.workingset_refault_file"),
         "probe_bursts": None if lat is None else float(len(lat)),
         "probe_mean_ms": None if lat is None else float(lat.mean()) / 1e3,
         "nb_read_MiBps": None if read_bw is None else read_bw / 1024,
         "nb_clat_mean_ms": None if clat is None else clat / 1e3,
         "dirtier_write_MiBps": None if write_bw is None else write_bw / 1024,
-        "dirtier_pgscan": counter(DT, "memory.stat.pgscan"),
-        "dirtier_efficiency_pct": _ratio(counter(DT, "memory.stat.pgsteal"),
-                                         counter(DT, "memory.stat.pgscan"), 100),
-        "slice_scan_velocity": _ratio(counter(SL, "memory.stat.pgscan"), phase_s),
-        "slice_efficiency_pct": _ratio(counter(SL, "memory.stat.pgsteal"),
-                                       counter(SL, "memory.stat.pgscan"), 100),
-        "slice_events_max": counter(SL, "memory.events.max"),
+        "dirtier_pgscan": counter(dt, "memory.stat.pgscan"),
+        "dirtier_efficiency_pct": _ratio(counter(dt, "memory.stat.pgsteal"),
+                                         counter(dt, "memory.stat.pgscan"), 100),
+        "slice_scan_velocity": _ratio(counter(sl, "memory.stat.pgscan"), phase_s),
+        "slice_efficiency_pct": _ratio(counter(sl, "memory.stat.pgsteal"),
+                                       counter(sl, "memory.stat.pgscan"), 100),
+        "slice_events_max": counter(sl, "memory.events.max"),
         "vm_pgscan_kswapd": counter("-", "vmstat.pgscan_kswapd"),
         "vm_pgscan_direct": counter("-", "vmstat.pgscan_direct"),
         "vm_allocstall": _sum_known(counter("-", k) for k in ALLOCSTALL_KEYS),
@@ -197,14 +200,16 @@ def share_in_window(series, window):
         (inside.index[-1] - inside.index[0]) * 1e6) * 100
 
 
-def window_metrics(series, probe):
+def window_metrics(series, probe, cgroups):
     """The neighbour's cost while its probe ran: the measured phase also
     covers whatever the neighbour's scope does after its workload ends
-    (see analysis/README.md).  series(cgroup, key) is load.Run.series."""
+    (see analysis/README.md).  series(cgroup, key) is load.Run.series,
+    cgroups load.Run.cgroups()."""
     w = probe_window(probe)
+    nb = cgroups.neighbour
     return {
-        "nb_psi_some_probe_pct": share_in_window(series(NB, "memory.pressure.some.total"), w),
-        "nb_system_probe_pct": share_in_window(series(NB, "cpu.stat.system_usec"), w),
+        "nb_psi_some_probe_pct": share_in_window(series(nb, "memory.pressure.some.total"), w),
+        "nb_system_probe_pct": share_in_window(series(nb, "cpu.stat.system_usec"), w),
     }
 
 

@@ -10,7 +10,7 @@ import matplotlib.colors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from memcg_lab import arms_table, load, run  # noqa: E402
+from memcg_lab import arms_table, load  # noqa: E402
 
 # A known arm's colour is fixed (the arms table's) so that a figure's
 # colours do not depend on which arms happen to be in it.
@@ -69,6 +69,7 @@ def timeseries(r, stem):
     neighbour's PSI, time relative to the measured phase's start."""
     phases = r.phases()
     _, t0, _ = r.measured_phase()
+    cgroups = r.cgroups()
     fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
     ax = axes[0]
     # "immediate" is the series' LRU_IMMEDIATE list (parked folios under
@@ -76,7 +77,7 @@ def timeseries(r, stem):
     # see where the file pages went under the immediate arm.
     for key, style in [("inactive_file", "-"), ("active_file", "--"), ("immediate", "-"),
                        ("file_dirty", ":"), ("file_writeback", "-.")]:
-        s = r.series(run.DIRTIER, "memory.stat." + key)
+        s = r.series(cgroups.dirtier, "memory.stat." + key)
         if len(s):
             ax.plot(s.index - t0, s.to_numpy() / MIB, style, label=key,
                     lw=2.5 if key == "immediate" else None)
@@ -85,8 +86,8 @@ def timeseries(r, stem):
     ax = axes[1]
     # The parent is drawn wide and pale: when only the dirtier reclaims,
     # its lines lie exactly on the parent's.
-    for cg, name, lw in [(run.SLICE, "parent", 4), (run.DIRTIER, "dirtier", 1.2),
-                         (run.NEIGHBOUR, "neighbour", 1.2)]:
+    for cg, name, lw in [(cgroups.parent, "parent", 4), (cgroups.dirtier, "dirtier", 1.2),
+                         (cgroups.neighbour, "neighbour", 1.2)]:
         for key, style in [("pgscan", "-"), ("pgsteal", "--")]:
             s = r.series(cg, "memory.stat." + key)
             if len(s) > 1:
@@ -98,7 +99,7 @@ def timeseries(r, stem):
     legend(ax, loc="upper right", ncol=3)
     ax = axes[2]
     for kind, style in [("some", "-"), ("full", "--")]:
-        s = r.series(run.NEIGHBOUR, f"memory.pressure.{kind}.total")
+        s = r.series(cgroups.neighbour, f"memory.pressure.{kind}.total")
         if len(s) > 1:
             t, v = rate(s)
             # usec stalled per second of wall time, as a share
@@ -118,7 +119,7 @@ def psi_overlay(runs, stem):
     fig, ax = plt.subplots(figsize=(8, 3.5))
     for arm, r in runs.items():
         _, t0, t1 = r.measured_phase()
-        s = r.series(run.NEIGHBOUR, "memory.pressure.some.total")
+        s = r.series(r.cgroups().neighbour, "memory.pressure.some.total")
         s = s[(s.index >= t0) & (s.index <= t1)]
         if len(s) > 1:
             t, v = rate(s)

@@ -8,57 +8,70 @@ params-resolved.env holds the scenario's parameters as the guest resolved
 them.  A scenario states its precondition there: PRECONDITION_WRITEBACK_SHARE
 is the least share of the dirtier's file LRU that must be under writeback
 during the measured phase (no such parameter: no precondition).
+cgroups.csv names the run's cgroups by their role (run_cgroups).
 """
 import bisect
 import csv
 import math
 import os
 import re
+from collections import namedtuple
 
+# The roles a cgroup plays in a run, the words of cgroups.csv's role
+# column: the lab parent, the dirtiers, the neighbour, and members only
+# some shapes make (writeback-cp's copiers, the allocators of
+# writeback-cp and stress, stress's churners).  The guest's one list is
+# cgroup_roles in scenarios/lib/cgroups.sh;
+# tests/unit/test_cgroups_csv.py keeps the two equal.
+ROLES = ("parent", "dirtier", "neighbour", "copier", "alloc", "churn")
+
+# The names the guest has always given the parent, the dirtier and the
+# neighbour: runs from before cgroups.csv are read with them
+# (fallback_cgroups); code reads a run's names from run_cgroups.
 SLICE = "lab.slice"
 DIRTIER = "lab.slice/dirtier.scope"
 NEIGHBOUR = "lab.slice/neighbour.scope"
 
 # On cgroup v1 (scenario cgroup-v1) the guest makes memcg-lab/<name> with
 # cgcreate, and memory.stat names dirty and writeback pages differently.
-# Code names cgroups and keys the v2 way; actual_name() translates.
+# Keys are named the v2 way in code; actual_key() translates.
 V1_CGROUPS = {SLICE: "memcg-lab", DIRTIER: "memcg-lab/dirtier",
               NEIGHBOUR: "memcg-lab/neighbour"}
 V1_KEYS = {"memory.stat.file_writeback": "memory.stat.writeback",
            "memory.stat.file_dirty": "memory.stat.dirty"}
 
 
-def cgroup_mode(series):
-    """'v1' when the sampler saw the v1 lab parent, else 'v2': for runs
-    from before guest-state.txt said (load_guest_state)."""
-    return "v1" if any(cg == V1_CGROUPS[SLICE] for cg, _ in series) else "v2"
+def cgroup_mode(sampled):
+    """'v1' when the sampler saw the v1 lab parent (sampled: the cgroups
+    samples.csv names), else 'v2': for runs from before guest-state.txt
+    said (load_guest_state)."""
+    return "v1" if V1_CGROUPS[SLICE] in sampled else "v2"
 
 
-def actual_name(mode, cgroup, key):
-    """(cgroup, key) as the sampler wrote them for a run in mode."""
-    if mode != "v1":
-        return cgroup, key
-    return V1_CGROUPS.get(cgroup, cgroup), V1_KEYS.get(key, key)
+def actual_key(mode, key):
+    """key as the sampler wrote it for a run in mode."""
+    return V1_KEYS.get(key, key) if mode == "v1" else key
 
-# (cgroup, key) counters whose increase over the measured phase is the
+
+# (role, key) counters whose increase over the measured phase is the
 # cost; "-" is the system-wide /proc/vmstat.
 COUNTERS = [
-    (NEIGHBOUR, "memory.pressure.some.total"),
-    (NEIGHBOUR, "memory.pressure.full.total"),
-    (NEIGHBOUR, "cpu.stat.system_usec"),
-    (NEIGHBOUR, "cpu.stat.user_usec"),
-    (NEIGHBOUR, "memory.stat.pgscan"),
-    (NEIGHBOUR, "memory.stat.pgsteal"),
-    (NEIGHBOUR, "memory.stat.workingset_refault_file"),
-    (DIRTIER, "memory.stat.pgscan"),
-    (DIRTIER, "memory.stat.pgsteal"),
-    (DIRTIER, "memory.stat.pgactivate"),
-    (DIRTIER, "memory.stat.pgdeactivate"),
-    (DIRTIER, "memory.stat.pgrefill"),
-    (SLICE, "memory.stat.pgscan"),
-    (SLICE, "memory.stat.pgsteal"),
-    (SLICE, "memory.events.max"),
-    (SLICE, "memory.events.oom_kill"),
+    ("neighbour", "memory.pressure.some.total"),
+    ("neighbour", "memory.pressure.full.total"),
+    ("neighbour", "cpu.stat.system_usec"),
+    ("neighbour", "cpu.stat.user_usec"),
+    ("neighbour", "memory.stat.pgscan"),
+    ("neighbour", "memory.stat.pgsteal"),
+    ("neighbour", "memory.stat.workingset_refault_file"),
+    ("dirtier", "memory.stat.pgscan"),
+    ("dirtier", "memory.stat.pgsteal"),
+    ("dirtier", "memory.stat.pgactivate"),
+    ("dirtier", "memory.stat.pgdeactivate"),
+    ("dirtier", "memory.stat.pgrefill"),
+    ("parent", "memory.stat.pgscan"),
+    ("parent", "memory.stat.pgsteal"),
+    ("parent", "memory.events.max"),
+    ("parent", "memory.events.oom_kill"),
     # pgscan_file/pgsteal_file count every reclaim; the _direct/_kswapd
     # pairs and pgrefill only global reclaim, not memcg limit reclaim.
     ("-", "vmstat.pgscan_file"),
@@ -85,16 +98,19 @@ COUNTERS = [
 
 # dirty-many runs NR_DIRTIERS dirtiers, lab.slice/dirtier-<n>.scope.
 MANY_DIRTIERS = re.compile(r"lab\.slice/dirtier-(\d+)\.scope")
-DIRTIER_KEYS = [key for cg, key in COUNTERS if cg == DIRTIER]
+DIRTIER_KEYS = [key for role, key in COUNTERS if role == "dirtier"]
 
 
-def dirtier_cgroups(series):
-    """The dirtier cgroups a run sampled, in v2 names: dirtier-<n>.scope
-    in numeric order for dirty-many, else the one dirtier.scope."""
-    many = {cg for cg, _ in series if MANY_DIRTIERS.fullmatch(cg)}
-    if many:
-        return sorted(many, key=lambda cg: int(MANY_DIRTIERS.fullmatch(cg).group(1)))
-    return [DIRTIER]
+class Cgroups(namedtuple("Cgroups", "parent dirtiers neighbour")):
+    """A run's cgroups as samples.csv names them: the parent, the
+    dirtiers (a list, in the order the guest made them) and the
+    neighbour (None for a run without one)."""
+
+    @property
+    def dirtier(self):
+        """The dirtier of a run with one: the per-dirtier counters and
+        metrics are of it; None with several (dirty-many) or none."""
+        return self.dirtiers[0] if len(self.dirtiers) == 1 else None
 
 
 class RunError(Exception):
@@ -207,14 +223,15 @@ def delta(points, start, end):
 
 
 def writeback_shares(series, cgroup, start, end, mode="v2"):
-    """Per-sample file_writeback / file LRU and / inactive_file.
+    """Per-sample file_writeback / file LRU and / inactive_file of cgroup
+    (as samples.csv names it).
 
     With the patch series, folios parked on LRU_IMMEDIATE ("immediate" in
     memory.stat) are off the inactive and active lists but still on the
     file LRU, where the 2011 inactive list had them: they count in both
     denominators.  Kernels without it have no such key (0)."""
     def get(key):
-        name = actual_name(mode, cgroup, "memory.stat." + key)
+        name = (cgroup, actual_key(mode, "memory.stat." + key))
         return dict(in_window(series.get(name, []), start, end))
 
     wb, inact, act = get("file_writeback"), get("inactive_file"), get("active_file")
@@ -319,12 +336,69 @@ def load_guest_state(run_dir):
 def load_parameters(path):
     """The guest's resolved parameters as strings ({} without the file)."""
     return {name: value.strip("'") for name, value in read_keyvalue(path).items()}
-    with open(path) as f:
-        for line in f:
-            name, sep, value = line.rstrip("\n").partition("=")
-            if sep:
-                params[name] = value.strip("'")
-    return params
+
+
+def read_cgroups(path):
+    """cgroups.csv, the cgroups the guest made for the run and the role of
+    each (scenarios/lib/cgroups.sh, record_member): [(role, cgroup)] in
+    the order it made them, cgroup as samples.csv names it; None without
+    the file (a run from before it).  RunError naming the file (and line)
+    for a header other than role,cgroup, a short row or a role not in
+    ROLES."""
+    try:
+        f = open(path, newline="")
+    except FileNotFoundError:
+        return None
+    rows = []
+    with f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header != ["role", "cgroup"]:
+            raise RunError(f"{path}: expected the header role,cgroup, got {header}")
+        for lineno, row in enumerate(reader, start=2):
+            if len(row) != 2 or not row[1]:
+                raise RunError(f"{path}:{lineno}: expected role,cgroup, got {row}")
+            if row[0] not in ROLES:
+                raise RunError(f"{path}:{lineno}: unknown role {row[0]!r} "
+                               f"(known: {', '.join(ROLES)})")
+            rows.append((row[0], row[1]))
+    return rows
+
+
+def run_cgroups(run_dir, sampled, mode):
+    """The run's Cgroups: from its cgroups.csv (read_cgroups), or for a
+    run from before it the names the guest gave them then
+    (fallback_cgroups).  sampled: the cgroups samples.csv names; mode:
+    v1 or v2."""
+    path = os.path.join(run_dir, "cgroups.csv")
+    rows = read_cgroups(path)
+    if rows is None:
+        return fallback_cgroups(sampled, mode)
+    by_role = {}
+    for role, cgroup in rows:
+        by_role.setdefault(role, []).append(cgroup)
+    parents, neighbours = by_role.get("parent", []), by_role.get("neighbour", [])
+    if len(parents) != 1:
+        raise RunError(f"{path}: {len(parents)} parent rows, expected one")
+    if len(neighbours) > 1:
+        raise RunError(f"{path}: {len(neighbours)} neighbour rows, expected one at most")
+    return Cgroups(parents[0], by_role.get("dirtier", []),
+                   neighbours[0] if neighbours else None)
+
+
+def fallback_cgroups(sampled, mode):
+    """A run from before cgroups.csv: the parent, dirtier and neighbour
+    under the names the guest gave them then (SLICE, DIRTIER, NEIGHBOUR,
+    or V1_CGROUPS's on cgroup v1), the neighbour even where the run had
+    none; dirty-many's dirtiers are the dirtier-<n>.scope the sampler
+    read (MANY_DIRTIERS), in numeric order."""
+    many = sorted((cg for cg in sampled if MANY_DIRTIERS.fullmatch(cg)),
+                  key=lambda cg: int(MANY_DIRTIERS.fullmatch(cg).group(1)))
+
+    def name(cgroup):
+        return V1_CGROUPS.get(cgroup, cgroup) if mode == "v1" else cgroup
+
+    return Cgroups(name(SLICE), [name(cg) for cg in many or [DIRTIER]], name(NEIGHBOUR))
 
 
 def precondition_threshold(params):
@@ -641,9 +715,10 @@ FOOTPRINT_CHECKS = [
 ]
 
 
-def footprint_checks(series, params, start, end, mode):
+def footprint_checks(series, params, start, end, mode, dirtier):
     """[{"what", "limit_mib", "median_mib", "met"}] for the footprint
-    preconditions the scenario states (FOOTPRINT_CHECKS)."""
+    preconditions the scenario states (FOOTPRINT_CHECKS), judged on the
+    cgroup dirtier (Cgroups.dirtier: None, not met)."""
     checks = []
     for param, key, how, what in FOOTPRINT_CHECKS:
         raw = params.get(param)
@@ -653,7 +728,7 @@ def footprint_checks(series, params, start, end, mode):
             limit = float(raw)
         except ValueError:
             raise RunError(f"{param}={raw!r} is not a number") from None
-        name = actual_name(mode, DIRTIER, "memory.stat." + key)
+        name = (dirtier, actual_key(mode, "memory.stat." + key))
         values = [v / (1 << 20) for _, v in in_window(series.get(name, []), start, end)]
         median = percentile(values, 50) if values else None
         met = median is not None and (median >= limit if how == "at least" else median <= limit)
@@ -665,7 +740,8 @@ def footprint_checks(series, params, start, end, mode):
 def judge_precondition(series, dirtiers, threshold, start, end, mode):
     """The precondition over the measured phase, judged per dirtier: with
     several, every one must meet it, and the top-level figures are those of
-    the dirtier with the lowest median share."""
+    the dirtier with the lowest median share; a run without a dirtier
+    (writeback-cp) has no samples and has not met it."""
     per = {}
     for cg in dirtiers:
         of_lru, of_inactive = writeback_shares(series, cg, start, end, mode)
@@ -680,11 +756,12 @@ def judge_precondition(series, dirtiers, threshold, start, end, mode):
             # A dirtier without samples in the measured phase has not met it.
             d["met"] = bool(of_lru) and d["writeback_of_file_lru_median"] >= threshold
         per[cg] = d
-    worst = min(per.values(), key=lambda d: d.get("writeback_of_file_lru_median", -1))
+    worst = min(per.values(), key=lambda d: d.get("writeback_of_file_lru_median", -1),
+                default={"samples": 0})
     pre = {"threshold": threshold, "met": None}
     pre.update({k: v for k, v in worst.items() if k != "met"})
     if threshold is not None:
-        pre["met"] = all(d["met"] for d in per.values())
+        pre["met"] = bool(per) and all(d["met"] for d in per.values())
     if len(per) > 1:
         pre["per_dirtier"] = per
     return pre
@@ -695,31 +772,35 @@ def summarise(run_dir):
     phases = load_phases(os.path.join(run_dir, "phases.csv"))
     state = load_guest_state(run_dir)
     name, start, end = measured_phase(phases, state.get("measured_phase"))
-    mode = state.get("cgroup_mode") or cgroup_mode(series)
+    sampled = {cg for cg, _ in series}
+    mode = state.get("cgroup_mode") or cgroup_mode(sampled)
+    cgroups = run_cgroups(run_dir, sampled, mode)
     summary = {"run": os.path.abspath(run_dir), "phase": name, "cgroup_mode": mode,
                "phase_s": round(end - start, 3), "phase_window_s": [start, end],
                "counters": {}}
-    dirtiers = dirtier_cgroups(series)
-    extra = [(cg, key) for cg in dirtiers if cg != DIRTIER for key in DIRTIER_KEYS]
-    for cgroup, key in COUNTERS + extra:
-        cgroup, key = actual_name(mode, cgroup, key)
+    of_role = {"parent": cgroups.parent, "dirtier": cgroups.dirtier,
+               "neighbour": cgroups.neighbour, "-": "-"}
+    # Several dirtiers (dirty-many): each one's counters, after the rest.
+    extra = [(cg, key) for cg in cgroups.dirtiers if cg != cgroups.dirtier
+             for key in DIRTIER_KEYS]
+    for cgroup, key in [(of_role[role], key) for role, key in COUNTERS] + extra:
+        key = actual_key(mode, key)
         points = series.get((cgroup, key))
-        if points is not None:
+        if cgroup is not None and points is not None:
             summary["counters"][f"{cgroup}:{key}"] = delta(points, start, end)
 
     params = load_parameters(os.path.join(run_dir, "params-resolved.env"))
     threshold = precondition_threshold(params)
-    summary["precondition"] = judge_precondition(series, dirtiers, threshold,
+    summary["precondition"] = judge_precondition(series, cgroups.dirtiers, threshold,
                                                  start, end, mode)
-    checks = footprint_checks(series, params, start, end, mode)
+    checks = footprint_checks(series, params, start, end, mode, cgroups.dirtier)
     if checks:
         pre = summary["precondition"]
         pre["footprint"] = checks
         pre["met"] = all(c["met"] for c in checks) and pre["met"] is not False
 
-    slice_cg = actual_name(mode, SLICE, "")[0]
-    scanned = summary["counters"].get(f"{slice_cg}:memory.stat.pgscan")
-    stolen = summary["counters"].get(f"{slice_cg}:memory.stat.pgsteal")
+    scanned = summary["counters"].get(f"{cgroups.parent}:memory.stat.pgscan")
+    stolen = summary["counters"].get(f"{cgroups.parent}:memory.stat.pgsteal")
     if scanned:
         summary["parent_reclaim_efficiency"] = stolen / scanned
     bdi = load_stick_bdi(os.path.join(run_dir, "bdi-stick.csv"), name)

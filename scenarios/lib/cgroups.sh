@@ -19,6 +19,8 @@
 # Private:
 #   choose_cgroup_mode    the hierarchy the guest booted with: CGROUP_MODE,
 #                         CGROOT, SLICE
+#   cgroup_roles          the role words of cgroups.csv
+#   record_member NAME    member NAME's row in cgroups.csv, by its role
 #   wait_member_exists NAME  until member NAME's directory appears
 
 # Set by choose_cgroup_mode: the hierarchy the guest booted with decides.
@@ -46,6 +48,38 @@ choose_cgroup_mode() {
 		cgcreate -g "memory:$SLICE" || die "cgcreate -g memory:$SLICE failed"
 	fi
 	echo "cgroup_mode=$CGROUP_MODE parent=$SLICE" >>"$OUT/guest-state.txt"
+}
+
+# The roles the run's cgroups play, the words of cgroups.csv's role
+# column, from which the analysis knows the parent, the dirtiers and the
+# neighbour instead of knowing their names.  A member's role is its name
+# without a "-<n>" index (dirtier-2 is a dirtier):
+#   parent     the lab parent, SLICE (written with the first member)
+#   dirtier    the writer whose dirty and writeback pages fill its LRU
+#              (dirtier; dirtier-<n> in dirty-many and stress)
+#   neighbour  the cgroup that pays: the measured phase's reader and probe
+#   copier     writeback-cp's copy loop to the stick (copier-<n>)
+#   alloc      the allocator of writeback-cp and stress (alloc-<n>)
+#   churn      stress's short-lived writer in a small memcg, removed
+#              while its pages are under writeback (churn-<n>)
+# The one list on the guest side; analysis/memcg_lab/run.py ROLES is the
+# analysis's, and tests/unit/test_cgroups_csv.py keeps the two equal.  A
+# function, not a variable: resolve_parameters records every upper-case
+# variable as a parameter of the run.
+cgroup_roles() { echo parent dirtier neighbour copier alloc churn; }
+
+# Member NAME's row of cgroups.csv ("role,cgroup", the cgroup relative to
+# CGROOT as the sampler names it), after the header and the parent's row
+# with the first member.  A name without a role stops the run before its
+# workload starts: a member the analysis cannot place is a shape to fix.
+# The same member started again is one row.
+record_member() {
+	local role=${1%-[0-9]*} csv=$OUT/cgroups.csv row
+	[[ $role != parent && " $(cgroup_roles) " == *" $role "* ]] ||
+		die "member $1 has no role: its name less any -<n> must be one of: $(cgroup_roles) (cgroups.sh, cgroup_roles)"
+	[ -e "$csv" ] || printf 'role,cgroup\nparent,%s\n' "$SLICE" >"$csv"
+	row=$role,$(cg_of "$1")
+	grep -qxF "$row" "$csv" || echo "$row" >>"$csv"
 }
 
 # The cgroup path (relative to CGROOT) of member NAME of the lab parent.
@@ -82,11 +116,13 @@ memcg_stat() {
 # Runs a command in the background in member NAME of the lab parent: a
 # transient scope NAME.scope (v2) or a memcg made with cgcreate and
 # entered with cgexec (v1).  The only property is MemoryMax=<size>, given
-# before "--".
+# before "--".  Every member is made here, so its role is recorded here
+# (record_member), and no shape repeats it.
 declare -A SCOPE_PID
 run_in_scope() {
 	local name=$1 max=
 	shift
+	record_member "$name"
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do
 		case $1 in
 		MemoryMax=*) max=${1#MemoryMax=} ;;

@@ -54,6 +54,7 @@ def test_the_guest_kept_its_tsc_when_the_host_knows_its_frequency():
 
 def test_memcgs_existed_with_the_parent_limit():
     assert "lab.slice/dirtier.scope" in read("cgroups-seen.txt")
+    assert read("cgroups.csv") == "role,cgroup\nparent,lab.slice\ndirtier,lab.slice/dirtier.scope\n"
     params = dict(line.split("=", 1) for line in read("params-resolved.env").splitlines()
                   if "=" in line)
     want = int(params["PARENT_MAX_MB"].strip("'")) << 20

@@ -6,7 +6,7 @@ import os
 import pandas as pd
 import pytest
 
-from memcg_lab import load, metrics, stats
+from memcg_lab import load, metrics, run, stats
 
 FIO_FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                             "fixtures", "fio")
@@ -132,11 +132,13 @@ def test_share_while_probing_uses_the_samples_inside_the_probe_window():
     probe = pd.DataFrame({"start_s": [0.5, 2.0], "latency_us": [0.5e6, 1.2e6]})
     assert metrics.probe_window(probe) == (0.5, 3.2)
     series = pd.Series([0, 1e6, 2e6, 2.5e6, 10e6], index=[0.0, 1.0, 2.0, 3.0, 4.0])
-    m = metrics.window_metrics(lambda cg, key: series, probe)
+    cgroups = run.Cgroups("lab.slice", ["lab.slice/dirtier.scope"], "lab.slice/neighbour.scope")
+    m = metrics.window_metrics(lambda cg, key: series, probe, cgroups)
     assert m["nb_psi_some_probe_pct"] == pytest.approx(75)
     assert m["nb_system_probe_pct"] == pytest.approx(75)
     empty = pd.DataFrame({"start_s": [], "latency_us": []})
-    assert metrics.window_metrics(lambda cg, key: series, empty)["nb_psi_some_probe_pct"] is None
+    assert metrics.window_metrics(lambda cg, key: series, empty,
+                                  cgroups)["nb_psi_some_probe_pct"] is None
 
 
 def test_headline_is_the_excess_over_the_floor_relative_to_the_baseline():
