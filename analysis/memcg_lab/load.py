@@ -233,6 +233,7 @@ class Run:
                        or self.status.get("kernel_flavour") or DEFAULT_KERNEL)
         self._samples = None
         self._cgroups = None
+        self._cgroup_mode = None
 
     def file(self, name):
         return os.path.join(self.path, name)
@@ -321,17 +322,21 @@ class Run:
                 if isinstance(t, dict) else math.nan for t in per_iteration]
         return df
 
+    def _sampled_cgroups(self):
+        return set(self.samples["cgroup"].unique())
+
     def cgroup_mode(self):
-        """v1 or v2, as guest-state.txt says, else as the samples show
-        (run.cgroup_mode)."""
-        return (self.guest_state.get("cgroup_mode")
-                or run.cgroup_mode(set(self.samples["cgroup"].unique())))
+        """v1 or v2 (run.cgroup_mode), worked out once: series() asks for
+        every counter."""
+        if self._cgroup_mode is None:
+            self._cgroup_mode = run.cgroup_mode(self.guest_state, self._sampled_cgroups())
+        return self._cgroup_mode
 
     def cgroups(self):
         """The run's parent, dirtiers and neighbour as samples.csv names
         them (run.run_cgroups: cgroups.csv, or the old names)."""
         if self._cgroups is None:
-            self._cgroups = run.run_cgroups(self.path, set(self.samples["cgroup"].unique()),
+            self._cgroups = run.run_cgroups(self.path, self._sampled_cgroups(),
                                             self.cgroup_mode())
         return self._cgroups
 

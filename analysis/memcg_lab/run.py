@@ -41,11 +41,11 @@ V1_KEYS = {"memory.stat.file_writeback": "memory.stat.writeback",
            "memory.stat.file_dirty": "memory.stat.dirty"}
 
 
-def cgroup_mode(sampled):
-    """'v1' when the sampler saw the v1 lab parent (sampled: the cgroups
-    samples.csv names), else 'v2': for runs from before guest-state.txt
-    said (load_guest_state)."""
-    return "v1" if V1_CGROUPS[SLICE] in sampled else "v2"
+def cgroup_mode(state, sampled):
+    """v1 or v2: as guest-state.txt says (state: load_guest_state), else,
+    for runs from before it said, 'v1' when the sampler saw the v1 lab
+    parent (sampled: the cgroups samples.csv names)."""
+    return state.get("cgroup_mode") or ("v1" if V1_CGROUPS[SLICE] in sampled else "v2")
 
 
 def actual_key(mode, key):
@@ -773,7 +773,7 @@ def summarise(run_dir):
     state = load_guest_state(run_dir)
     name, start, end = measured_phase(phases, state.get("measured_phase"))
     sampled = {cg for cg, _ in series}
-    mode = state.get("cgroup_mode") or cgroup_mode(sampled)
+    mode = cgroup_mode(state, sampled)
     cgroups = run_cgroups(run_dir, sampled, mode)
     summary = {"run": os.path.abspath(run_dir), "phase": name, "cgroup_mode": mode,
                "phase_s": round(end - start, 3), "phase_window_s": [start, end],
