@@ -783,6 +783,10 @@ classify_run() {
 		[ -f "$RUN/journal.txt" ] &&
 			grep -a ' kernel: ' "$RUN/journal.txt" | grep -aE "$KERNEL_TROUBLE"
 	} | head -n 3 || true)
+	# The first line by expansion, not "echo | head -n 1": under
+	# pipefail, head's early exit can SIGPIPE echo (141), and set -e
+	# then ended classify_run (a unit test saw it once).
+	local first=${trouble%%$'\n'*}
 	guest_rc=$(cat "$RUN/guest-exit-status" 2>/dev/null || echo missing)
 	# failure_kind: kernel (the guest kernel's own failure: a splat, a
 	# hang or an overrun; a finding, never retried by the matrix), emulator
@@ -792,11 +796,11 @@ classify_run() {
 	local kind=
 	[ -z "$FAILURE" ] || kind=kernel
 	if [ -z "$FAILURE" ] && [ -n "$trouble" ]; then
-		FAILURE="kernel trouble on the console: $(echo "$trouble" | head -n 1)"
+		FAILURE="kernel trouble on the console: $first"
 		kind=kernel
 		stale=$(stale_int3_byte "$RUN/console.log")
 		if [ -n "$stale" ]; then
-			FAILURE="emulator fault: the vCPU ran an int3 where memory holds $stale (QEMU TCG ran text the kernel had patched): $(echo "$trouble" | head -n 1)"
+			FAILURE="emulator fault: the vCPU ran an int3 where memory holds $stale (QEMU TCG ran text the kernel had patched): $first"
 			kind=emulator
 		fi
 	fi
@@ -828,7 +832,7 @@ classify_run() {
 		echo "kernel_flavour=$(basename "$KBUILD" | sed s/^kbuild-//)"
 		echo "boot_to_scenario_s=${BOOT_TO_SCENARIO_S:-}"
 		echo "elapsed_s=$ELAPSED_S"
-		echo "kernel_trouble=$(echo "$trouble" | head -n 1)"
+		echo "kernel_trouble=$first"
 	} >"$RUN/status.txt"
 }
 
