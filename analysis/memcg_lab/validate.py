@@ -12,12 +12,20 @@ from memcg_lab import arms_table
 REQUIRED = ["status.txt", "provenance.txt", "samples.csv", "phases.csv",
             "params-resolved.env", "kernel-build-id.txt"]
 
-# Set by bash itself, by the runner per run or by the lab's plumbing
-# (paths of its own scripts): they differ between identical experiments.
+# The run's arm: the cell holds it.
+VOLATILE_PARAMS = {"ARM"}
+
+# What params-resolved.env also held before the runner's globals went
+# lower-case and the file held only declared parameters (scenarios/lib/
+# params.sh, write_parameters): bash's variables and the runner's.  Left
+# out, so that a run from before compares with a run from after.
 # Revisions of the lab itself are reported as notes instead.
-VOLATILE_PARAMS = {"FUNCNAME", "DIRSTACK", "BASH_ARGC", "BASH_ARGV", "BASH_LINENO",
-                   "BASH_SOURCE", "BASH_VERSINFO", "BASH_VERSION", "THROTTLE_REQUESTS",
-                   "OUT", "ARM", "LAB", "SCENARIO_DIR"}
+NOT_PARAMETERS_BEFORE = {
+    "FUNCNAME", "DIRSTACK", "OSTYPE", "SHELL", "BASH_ARGC", "BASH_ARGV", "BASH_LINENO",
+    "BASH_SOURCE", "BASH_VERSINFO", "BASH_VERSION", "LAB", "OUT", "SCENARIO_DIR", "CGROOT",
+    "SLICE", "ATTRIB_PID", "ATTRIB_ROUND", "LOCK_EVENT", "LOCK_FILTER", "LOCK_HIST",
+    "THROTTLE_EVENT", "THROTTLE_HIST", "THROTTLE_REQUESTS", "SAMPLER_COST_KNOWN",
+    "STRESS_POLICIES", "WRITEBACK_CP_KEYS", "WRITEBACK_POLICY"}
 
 
 # Parameters that name the kernel (params.env's KERNEL_LABEL): the cell
@@ -90,9 +98,11 @@ def run_problem(r, summary, error=None):
 
 def comparable_params(params):
     """The parameters runs of one cell must share and cells are compared
-    on: all but the volatile ones and the kernel's label, which is part of
-    the cell (runs from before the label have none)."""
-    return {k: v for k, v in params.items() if k not in VOLATILE_PARAMS | KERNEL_PARAMS}
+    on: all but the arm and the kernel's label, which are the cell (runs
+    from before the label have none), and what older runs recorded that
+    is not a parameter."""
+    left_out = VOLATILE_PARAMS | KERNEL_PARAMS | NOT_PARAMETERS_BEFORE
+    return {k: v for k, v in params.items() if k not in left_out}
 
 
 def _odd_ones_out(values, what):

@@ -5,11 +5,11 @@
 # header says what API and Private mean).
 #
 # API:
-#   cg_of NAME            member NAME's path relative to CGROOT
+#   cg_of NAME            member NAME's path relative to cgroot
 #   set_parent_limit MB   the parent's memory limit
 #   list_members          the parent's member directories
 #   run_in_scope NAME [MemoryMax=SIZE] -- CMD...  run CMD in the
-#                         background in member NAME (SCOPE_PID[NAME])
+#                         background in member NAME (scope_pid[NAME])
 #   signal_member NAME SIG  SIG to every process of member NAME
 #   scope_running NAME    whether run_in_scope's command still runs
 #   stop_scope NAME [SIG]  SIG (SIGINT), wait up to 60 s, then SIGKILL
@@ -17,15 +17,15 @@
 #   memcg_stat_mb KEY CG...  the sum of KEY over the CGs, in MiB
 #   task_cgroup PID       the cgroup of task PID, "-" once it has exited
 # Private:
-#   choose_cgroup_mode    the hierarchy the guest booted with: CGROUP_MODE,
-#                         CGROOT, SLICE
+#   choose_cgroup_mode    the hierarchy the guest booted with: cgroup_mode,
+#                         cgroot, slice
 #   cgroup_roles          the role words of cgroups.csv
 #   record_member NAME    member NAME's row in cgroups.csv, by its role
 #   wait_member_exists NAME  until member NAME's directory appears
 
 # Set by choose_cgroup_mode: the hierarchy the guest booted with decides.
-SLICE=
-CGROOT=/sys/fs/cgroup
+slice=
+cgroot=/sys/fs/cgroup
 
 # cgroup v2 (the default): systemd's lab.slice with transient scopes.
 # cgroup v1 (booted with systemd.unified_cgroup_hierarchy=0): memcgs made
@@ -33,28 +33,28 @@ CGROOT=/sys/fs/cgroup
 # use the functions below, so one shape runs on both.
 choose_cgroup_mode() {
 	if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
-		CGROUP_MODE=v2
-		CGROOT=/sys/fs/cgroup
-		SLICE=lab.slice
-		KEY_DIRTY=file_dirty
-		KEY_WRITEBACK=file_writeback
+		cgroup_mode=v2
+		cgroot=/sys/fs/cgroup
+		slice=lab.slice
+		key_dirty=file_dirty
+		key_writeback=file_writeback
 	else
-		CGROUP_MODE=v1
-		CGROOT=/sys/fs/cgroup/memory
-		SLICE=memcg-lab
-		KEY_DIRTY=dirty
-		KEY_WRITEBACK=writeback
-		[ -d "$CGROOT" ] || die "cgroup v1 without a memory controller mount at $CGROOT"
-		cgcreate -g "memory:$SLICE" || die "cgcreate -g memory:$SLICE failed"
+		cgroup_mode=v1
+		cgroot=/sys/fs/cgroup/memory
+		slice=memcg-lab
+		key_dirty=dirty
+		key_writeback=writeback
+		[ -d "$cgroot" ] || die "cgroup v1 without a memory controller mount at $cgroot"
+		cgcreate -g "memory:$slice" || die "cgcreate -g memory:$slice failed"
 	fi
-	echo "cgroup_mode=$CGROUP_MODE parent=$SLICE" >>"$OUT/guest-state.txt"
+	echo "cgroup_mode=$cgroup_mode parent=$slice" >>"$out_dir/guest-state.txt"
 }
 
 # The roles the run's cgroups play, the words of cgroups.csv's role
 # column, from which the analysis knows the parent, the dirtiers and the
 # neighbour instead of knowing their names.  A member's role is its name
 # without a "-<n>" index (dirtier-2 is a dirtier):
-#   parent     the lab parent, SLICE (written with the first member)
+#   parent     the lab parent, slice (written with the first member)
 #   dirtier    the writer whose dirty and writeback pages fill its LRU
 #              (dirtier; dirtier-<n> in dirty-many and stress)
 #   neighbour  the cgroup that pays: the measured phase's reader and probe
@@ -69,48 +69,48 @@ choose_cgroup_mode() {
 cgroup_roles() { echo parent dirtier neighbour copier alloc churn; }
 
 # Member NAME's row of cgroups.csv ("role,cgroup", the cgroup relative to
-# CGROOT as the sampler names it), after the header and the parent's row
+# cgroot as the sampler names it), after the header and the parent's row
 # with the first member.  A name without a role stops the run before its
 # workload starts: a member the analysis cannot place is a shape to fix.
 # The same member started again is one row.
 record_member() {
-	local role=${1%-[0-9]*} csv=$OUT/cgroups.csv row
+	local role=${1%-[0-9]*} csv=$out_dir/cgroups.csv row
 	[[ $role != parent && " $(cgroup_roles) " == *" $role "* ]] ||
 		die "member $1 has no role: its name less any -<n> must be one of: $(cgroup_roles) (cgroups.sh, cgroup_roles)"
-	[ -e "$csv" ] || printf 'role,cgroup\nparent,%s\n' "$SLICE" >"$csv"
+	[ -e "$csv" ] || printf 'role,cgroup\nparent,%s\n' "$slice" >"$csv"
 	row=$role,$(cg_of "$1")
 	grep -qxF "$row" "$csv" || echo "$row" >>"$csv"
 }
 
-# The cgroup path (relative to CGROOT) of member NAME of the lab parent.
+# The cgroup path (relative to cgroot) of member NAME of the lab parent.
 cg_of() {
-	if [ "$CGROUP_MODE" = v2 ]; then
-		echo "$SLICE/$1.scope"
+	if [ "$cgroup_mode" = v2 ]; then
+		echo "$slice/$1.scope"
 	else
-		echo "$SLICE/$1"
+		echo "$slice/$1"
 	fi
 }
 
 # MemoryMax of the parent, in MiB.
 set_parent_limit() {
-	if [ "$CGROUP_MODE" = v2 ]; then
-		systemctl set-property --runtime "$SLICE" MemoryMax="$1M" ||
-			die "systemctl set-property $SLICE MemoryMax=$1M failed"
+	if [ "$cgroup_mode" = v2 ]; then
+		systemctl set-property --runtime "$slice" MemoryMax="$1M" ||
+			die "systemctl set-property $slice MemoryMax=$1M failed"
 	else
-		cgset -r memory.limit_in_bytes="$1M" "$SLICE" ||
-			die "cgset memory.limit_in_bytes=$1M $SLICE failed"
+		cgset -r memory.limit_in_bytes="$1M" "$slice" ||
+			die "cgset memory.limit_in_bytes=$1M $slice failed"
 	fi
 }
 
 list_members() {
-	find "$CGROOT/$SLICE" -mindepth 1 -maxdepth 1 -type d | sort
+	find "$cgroot/$slice" -mindepth 1 -maxdepth 1 -type d | sort
 }
 
 # $2 may be written with the v2 names file_dirty / file_writeback.
 memcg_stat() {
 	local key=$2
-	case $key in file_dirty) key=$KEY_DIRTY ;; file_writeback) key=$KEY_WRITEBACK ;; esac
-	awk -v k="$key" '$1 == k {print $2}' "$CGROOT/$1/memory.stat" 2>/dev/null
+	case $key in file_dirty) key=$key_dirty ;; file_writeback) key=$key_writeback ;; esac
+	awk -v k="$key" '$1 == k {print $2}' "$cgroot/$1/memory.stat" 2>/dev/null
 }
 
 # Runs a command in the background in member NAME of the lab parent: a
@@ -118,7 +118,7 @@ memcg_stat() {
 # entered with cgexec (v1).  The only property is MemoryMax=<size>, given
 # before "--".  Every member is made here, so its role is recorded here
 # (record_member), and no shape repeats it.
-declare -A SCOPE_PID
+declare -A scope_pid
 run_in_scope() {
 	local name=$1 max=
 	shift
@@ -131,40 +131,40 @@ run_in_scope() {
 		shift
 	done
 	[ "${1:-}" = -- ] && shift
-	if [ "$CGROUP_MODE" = v2 ]; then
-		systemd-run --quiet --scope --collect --unit="$name" --slice="$SLICE" \
+	if [ "$cgroup_mode" = v2 ]; then
+		systemd-run --quiet --scope --collect --unit="$name" --slice="$slice" \
 			${max:+-p MemoryMax="$max"} "$@" &
 	else
-		cgcreate -g "memory:$SLICE/$name" || die "cgcreate memory:$SLICE/$name failed"
+		cgcreate -g "memory:$slice/$name" || die "cgcreate memory:$slice/$name failed"
 		if [ -n "$max" ]; then
-			cgset -r memory.limit_in_bytes="$max" "$SLICE/$name" ||
-				die "cgset memory.limit_in_bytes=$max $SLICE/$name failed"
+			cgset -r memory.limit_in_bytes="$max" "$slice/$name" ||
+				die "cgset memory.limit_in_bytes=$max $slice/$name failed"
 		fi
-		cgexec -g "memory:$SLICE/$name" "$@" &
+		cgexec -g "memory:$slice/$name" "$@" &
 	fi
-	SCOPE_PID[$name]=$!
+	scope_pid[$name]=$!
 	wait_member_exists "$name"
 }
 
 wait_member_exists() {
 	local i
 	for i in $(seq 50); do
-		[ -d "$CGROOT/$(cg_of "$1")" ] && return 0
+		[ -d "$cgroot/$(cg_of "$1")" ] && return 0
 		sleep 0.1
 	done
-	die "$(cg_of "$1") did not appear under $CGROOT"
+	die "$(cg_of "$1") did not appear under $cgroot"
 }
 
 # Sends a signal to every process of member NAME.
 signal_member() {
-	if [ "$CGROUP_MODE" = v2 ]; then
+	if [ "$cgroup_mode" = v2 ]; then
 		systemctl kill --signal="$2" "$1.scope" 2>/dev/null || true
 	else
-		xargs -r kill -s "${2#SIG}" <"$CGROOT/$(cg_of "$1")/cgroup.procs" 2>/dev/null || true
+		xargs -r kill -s "${2#SIG}" <"$cgroot/$(cg_of "$1")/cgroup.procs" 2>/dev/null || true
 	fi
 }
 
-scope_running() { kill -0 "${SCOPE_PID[$1]}" 2>/dev/null; }
+scope_running() { kill -0 "${scope_pid[$1]}" 2>/dev/null; }
 
 # fio writes its JSON report on SIGINT, but a writer blocked behind a
 # deep queue of a slow disk may take long to notice: wait a bounded time,
@@ -183,9 +183,9 @@ stop_scope() {
 	if scope_running "$name"; then
 		say "$name ignored $sig for 60 s: killed (a fio report it would have written is lost)"
 		signal_member "$name" SIGKILL
-		echo "$name killed after 60 s" >>"$OUT/notes.txt"
+		echo "$name killed after 60 s" >>"$out_dir/notes.txt"
 	fi
-	wait "${SCOPE_PID[$name]}" || true
+	wait "${scope_pid[$name]}" || true
 }
 
 # Sum of a memory.stat key over cgroups, in MiB.

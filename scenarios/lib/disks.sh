@@ -8,9 +8,9 @@
 #   prepare_disks [N]     both disks with the neighbour's read file and N
 #                         dirty files (the host's copy when it has one),
 #                         sysctls, caches dropped, the stick throttled
-#   prepare_stick         the stick at /mnt/stick (STICK_DEV, STICK_FS),
+#   prepare_stick         the stick at /mnt/stick (stick_dev, STICK_FS),
 #                         its queue tuned
-#   prepare_fast          the fast disk at /mnt/fast (FAST_DEV)
+#   prepare_fast          the fast disk at /mnt/fast (fast_dev)
 #   lay_out_file PATH MB  MB of zeroes written to PATH
 #   drop_caches           sync, then drop the page cache
 #   stick_throttle on|off|stuck  ask the host, wait for its answer
@@ -62,7 +62,7 @@ tune_queue() {
 		if [ -f "$q/$f" ]; then
 			echo "$(basename "$1") $f $(cat "$q/$f" 2>/dev/null || echo unreadable)"
 		fi
-	done >>"$OUT/block-queue.txt"
+	done >>"$out_dir/block-queue.txt"
 }
 
 make_fs() {
@@ -78,31 +78,31 @@ make_fs() {
 }
 
 prepare_stick() {
-	STICK_DEV=$(disk_by_serial lab-stick)
-	tune_queue "$STICK_DEV"
-	make_fs "$STICK_DEV" "${STICK_FS:-vfat}" /mnt/stick
+	stick_dev=$(disk_by_serial lab-stick)
+	tune_queue "$stick_dev"
+	make_fs "$stick_dev" "${STICK_FS:-vfat}" /mnt/stick
 }
 
 prepare_fast() {
-	FAST_DEV=$(disk_by_serial lab-fast)
-	make_fs "$FAST_DEV" ext4 /mnt/fast
+	fast_dev=$(disk_by_serial lab-fast)
+	make_fs "$fast_dev" ext4 /mnt/fast
 }
 
 # The host owns the stick's QEMU throttle: ask on the console, wait for
 # its answer in the results share (see lab/run-scenario.sh).
-THROTTLE_REQUESTS=0
+throttle_requests=0
 stick_throttle() {
 	local want=$1 i
-	THROTTLE_REQUESTS=$((THROTTLE_REQUESTS + 1))
+	throttle_requests=$((throttle_requests + 1))
 	say "stick: throttle $want"
 	for i in $(seq 100); do
-		if [ "$(cat "$OUT/stick-throttle.state" 2>/dev/null)" = "$want $THROTTLE_REQUESTS" ]; then
-			STICK_THROTTLE=$want
+		if [ "$(cat "$out_dir/stick-throttle.state" 2>/dev/null)" = "$want $throttle_requests" ]; then
+			stick_throttle=$want
 			return 0
 		fi
 		sleep 0.1
 	done
-	die "the host did not answer stick throttle request $THROTTLE_REQUESTS ($want) in 10 s"
+	die "the host did not answer stick throttle request $throttle_requests ($want) in 10 s"
 }
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
@@ -119,7 +119,7 @@ stick_stuck_after() {
 # Cleared first: stick_throttle dies on a host that does not answer, and
 # die unsticks.
 stick_unstick() {
-	[ "${STICK_THROTTLE:-off}" = stuck ] || return 0
+	[ "${stick_throttle:-off}" = stuck ] || return 0
 	stick_throttle off
 }
 
@@ -179,11 +179,11 @@ prepare_disks() {
 # unmounted and fails.
 mount_laid_out_disks() {
 	local nr_dirty_files=$1 i
-	STICK_DEV=$(disk_by_serial lab-stick)
-	FAST_DEV=$(disk_by_serial lab-fast)
+	stick_dev=$(disk_by_serial lab-stick)
+	fast_dev=$(disk_by_serial lab-fast)
 	mkdir -p /mnt/stick /mnt/fast
-	mount -t "${STICK_FS:-vfat}" "$STICK_DEV" /mnt/stick 2>/dev/null || return 1
-	if mount -t ext4 "$FAST_DEV" /mnt/fast 2>/dev/null; then
+	mount -t "${STICK_FS:-vfat}" "$stick_dev" /mnt/stick 2>/dev/null || return 1
+	if mount -t ext4 "$fast_dev" /mnt/fast 2>/dev/null; then
 		local want=("/mnt/fast/read.dat $((READ_FILE_MB << 20))") got=() f
 		for i in $(seq "$nr_dirty_files"); do
 			want+=("/mnt/stick/dirty-$i.dat $((DIRTY_FILE_MB << 20))")
@@ -192,7 +192,7 @@ mount_laid_out_disks() {
 			[ ! -e "$f" ] || got+=("$f $(stat -c %s "$f")")
 		done
 		if [ "$(printf '%s\n' "${want[@]}" | sort)" = "$(printf '%s\n' "${got[@]}" | sort)" ]; then
-			tune_queue "$STICK_DEV"
+			tune_queue "$stick_dev"
 			return 0
 		fi
 		umount /mnt/fast
@@ -228,12 +228,12 @@ save_laid_out_disks() {
 	umount /mnt/stick /mnt/fast
 	say "disks: save layout"
 	for i in $(seq 1200); do
-		state=$(cat "$OUT/layout.state" 2>/dev/null || true)
+		state=$(cat "$out_dir/layout.state" 2>/dev/null || true)
 		[ -z "$state" ] || break
 		sleep 0.1
 	done
 	[ -n "$state" ] || die "the host did not answer the layout request in 120 s"
 	[ "$state" = saved ] || say "the host could not keep the laid-out disks ($state)"
-	mount -t "${STICK_FS:-vfat}" "$STICK_DEV" /mnt/stick
-	mount -t ext4 "$FAST_DEV" /mnt/fast
+	mount -t "${STICK_FS:-vfat}" "$stick_dev" /mnt/stick
+	mount -t ext4 "$fast_dev" /mnt/fast
 }

@@ -27,10 +27,16 @@
 # with its arguments, and under "Private:" the functions only the runner
 # itself calls (this file and the modules).  A shape calls API functions
 # and its own helpers, never a private function or another shape's
-# helpers (tests/unit/test_runner_api.py checks).  Besides the
-# scenario's parameters, a shape reads these runner globals: LAB (this
-# share), OUT (the results), CGROUP_MODE, CGROOT and SLICE (cgroups.sh),
-# SCOPE_PID (run_in_scope), WRITEBACK_POLICY (params.sh) and WAITED_S
+# helpers (tests/unit/test_runner_api.py checks).
+#
+# Two namespaces: the scenario's parameters are UPPER_CASE (what
+# params.env and the scenario files define, and the run's identity,
+# SCENARIO and ARM: params-resolved.env holds exactly these); the
+# runner's own globals are lower_case, so that none passes for a
+# parameter or is overridden by one.  Besides the parameters, a shape
+# reads these runner globals: lab_dir (this share), out_dir (the
+# results), cgroup_mode, cgroot and slice (cgroups.sh), scope_pid
+# (run_in_scope), writeback_policy (params.sh) and waited_s
 # (wait_with_heartbeat).
 #
 # Sourced, as `source scenarios/lib/guest-run.sh SCENARIO ARM`, it defines
@@ -39,8 +45,8 @@
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 
-LAB=/lab
-OUT=/results
+lab_dir=/lab
+out_dir=/results
 SCENARIO=$1
 ARM=$2
 
@@ -66,16 +72,14 @@ for _runner_shape in "$_runner_dir"/../shapes/*.sh; do
 	# shellcheck source=/dev/null
 	. "$_runner_shape"
 done
-# Lower case and unset: resolve_parameters records every upper-case
-# variable as a parameter, and neither is one.
 unset _runner_dir _runner_shape
 
 # Private:
 #   finish_run    the end of every run: end-of-run files, the drain phase
 
 finish_run() {
-	cp /proc/vmstat "$OUT/vmstat-end.txt"
-	cp /proc/meminfo "$OUT/meminfo-end.txt"
+	cp /proc/vmstat "$out_dir/vmstat-end.txt"
+	cp /proc/meminfo "$out_dir/meminfo-end.txt"
 	# Writeback drains at full speed: the clean shutdown must not wait
 	# minutes for a 4 MB/s disk.
 	say "measurement done: drain"
@@ -85,9 +89,7 @@ finish_run() {
 	phase_end
 }
 
-# Sourced, the runner stops here.  Not a function "main": the run's
-# steps stay at the top level, where resolve_parameters has always seen
-# them (its record of the variables includes bash's FUNCNAME).
+# Sourced, the runner stops here; executed, it runs these steps.
 [ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
 # A command that fails under set -e, not through die, ends the run with
@@ -95,7 +97,7 @@ finish_run() {
 # die does.  An EXIT trap, not ERR with set -E: that one would also fire,
 # and kill the workloads, in command substitutions whose failure the
 # caller tests.
-trap 'rc=$?; [ "$rc" -eq 0 ] || [ -n "${DYING:-}" ] ||
+trap 'rc=$?; [ "$rc" -eq 0 ] || [ -n "${dying:-}" ] ||
 	die "the runner stopped (status $rc) on: $BASH_COMMAND"' EXIT
 
 record_guest_provenance

@@ -31,27 +31,27 @@
 # lock-contention.csv (phase, contentions, frames from the innermost,
 # ";"-separated).  Only when the host enabled the event at boot
 # (SET="LOCK_CONTENTION=1").
-LOCK_EVENT=/sys/kernel/tracing/events/lock/contention_begin
+lock_event=/sys/kernel/tracing/events/lock/contention_begin
 # A trigger's filter comes last, after any :clear or :pause.
-LOCK_HIST='hist:keys=stacktrace:vals=hitcount:size=4096'
-LOCK_FILTER='if flags == 1'
+lock_hist='hist:keys=stacktrace:vals=hitcount:size=4096'
+lock_filter='if flags == 1'
 lock_hist_start() {
-	case ${LOCK_HIST_STATE:-} in
-	on) echo "$LOCK_HIST:clear $LOCK_FILTER" >>"$LOCK_EVENT/trigger" ||
-		die "cannot clear the hist trigger on $LOCK_EVENT"
+	case ${lock_hist_state:-} in
+	on) echo "$lock_hist:clear $lock_filter" >>"$lock_event/trigger" ||
+		die "cannot clear the hist trigger on $lock_event"
 		return 0 ;;
 	off) return 0 ;;
 	esac
-	LOCK_HIST_STATE=off
+	lock_hist_state=off
 	boot_trace_events | grep -qx lock/contention_begin || return 0
-	echo "$LOCK_HIST $LOCK_FILTER" >>"$LOCK_EVENT/trigger" ||
-		die "cannot set a hist trigger on $LOCK_EVENT"
-	LOCK_HIST_STATE=on
-	echo "phase,contentions,stack" >"$OUT/lock-contention.csv"
+	echo "$lock_hist $lock_filter" >>"$lock_event/trigger" ||
+		die "cannot set a hist trigger on $lock_event"
+	lock_hist_state=on
+	echo "phase,contentions,stack" >"$out_dir/lock-contention.csv"
 }
 lock_hist_take() {
-	[ "${LOCK_HIST_STATE:-}" = on ] || return 0
-	awk -v phase="$PHASE" '
+	[ "${lock_hist_state:-}" = on ] || return 0
+	awk -v phase="$phase" '
 		/^\{ stacktrace:/ { stack = ""; inside = 1; next }
 		inside && /^\} hitcount:/ {
 			printf "%s,%s,%s\n", phase, $3, stack
@@ -60,7 +60,7 @@ lock_hist_take() {
 		inside && NF { f = $1; sub(/\+.*/, "", f); stack = stack (stack == "" ? "" : ";") f }
 		# Stacks the full table could not take: counted, never lost.
 		/^ *Dropped: *[1-9]/ { printf "%s,%s,(dropped: the hist table was full)\n", phase, $2 }
-	' "$LOCK_EVENT/hist" >>"$OUT/lock-contention.csv"
+	' "$lock_event/hist" >>"$out_dir/lock-contention.csv"
 }
 
 # The stick's writeback state in the kernel's bdi debugfs file, at every
@@ -68,14 +68,14 @@ lock_hist_take() {
 # kB or kBps).  The flusher's chunk is half BdiWriteBandwidth: is the
 # estimate the stick's rate, and do dirty limits move (lab/README.md)?
 record_stick_bdi() {
-	[ -n "${STICK_DEV:-}" ] || return 0
+	[ -n "${stick_dev:-}" ] || return 0
 	local stats
-	stats=/sys/kernel/debug/bdi/$(cat "/sys/block/$(basename "$STICK_DEV")/dev")/stats
+	stats=/sys/kernel/debug/bdi/$(cat "/sys/block/$(basename "$stick_dev")/dev")/stats
 	[ -r "$stats" ] || return 0
-	[ -f "$OUT/bdi-stick.csv" ] || echo "phase,event,uptime_s,key,value" >"$OUT/bdi-stick.csv"
-	awk -F: -v p="$PHASE" -v e="$1" -v t="$(uptime_s)" \
+	[ -f "$out_dir/bdi-stick.csv" ] || echo "phase,event,uptime_s,key,value" >"$out_dir/bdi-stick.csv"
+	awk -F: -v p="$phase" -v e="$1" -v t="$(uptime_s)" \
 		'NF == 2 && $2 ~ /^ *[0-9]+ *k?B?p?s?$/ { gsub(/ /, "", $1); split($2, v, " "); print p "," e "," t "," $1 "," v[1] }' \
-		"$stats" >>"$OUT/bdi-stick.csv"
+		"$stats" >>"$out_dir/bdi-stick.csv"
 }
 
 # Time in reclaim_throttle() per phase, by reason and task: where
@@ -85,33 +85,33 @@ record_stick_bdi() {
 # vmscan:mm_vmscan_throttled, cleared at every phase begin and read at its
 # end into reclaim-throttle.csv; reason is the event's bit (1 << enum
 # vmscan_throttle_state).
-THROTTLE_EVENT=/sys/kernel/tracing/events/vmscan/mm_vmscan_throttled
-THROTTLE_HIST='hist:keys=reason,common_pid.execname:vals=hitcount,usec_delayed'
+throttle_event=/sys/kernel/tracing/events/vmscan/mm_vmscan_throttled
+throttle_hist='hist:keys=reason,common_pid.execname:vals=hitcount,usec_delayed'
 throttle_hist_start() {
-	case ${THROTTLE_HIST_STATE:-} in
+	case ${throttle_hist_state:-} in
 	on) throttle_hist_clear; return 0 ;;
 	unavailable) return 0 ;;
 	esac
 	# On an event not enabled at boot the trigger would enable it, which
 	# patches kernel text under load (boot_trace_events).
-	if [ "$(head -c 1 "$THROTTLE_EVENT/enable" 2>/dev/null)" != 1 ]; then
-		THROTTLE_HIST_STATE=unavailable
-		echo "not available: $THROTTLE_EVENT is not enabled (trace_event= on the kernel command line)" \
-			>"$OUT/reclaim-throttle.csv"
-	elif echo "$THROTTLE_HIST" >>"$THROTTLE_EVENT/trigger" 2>/dev/null; then
-		THROTTLE_HIST_STATE=on
-		echo "phase,reason,comm,pid,sleeps,delayed_us,cgroup" >"$OUT/reclaim-throttle.csv"
+	if [ "$(head -c 1 "$throttle_event/enable" 2>/dev/null)" != 1 ]; then
+		throttle_hist_state=unavailable
+		echo "not available: $throttle_event is not enabled (trace_event= on the kernel command line)" \
+			>"$out_dir/reclaim-throttle.csv"
+	elif echo "$throttle_hist" >>"$throttle_event/trigger" 2>/dev/null; then
+		throttle_hist_state=on
+		echo "phase,reason,comm,pid,sleeps,delayed_us,cgroup" >"$out_dir/reclaim-throttle.csv"
 	else
-		THROTTLE_HIST_STATE=unavailable
-		echo "not available: cannot set a hist trigger on $THROTTLE_EVENT" \
-			>"$OUT/reclaim-throttle.csv"
+		throttle_hist_state=unavailable
+		echo "not available: cannot set a hist trigger on $throttle_event" \
+			>"$out_dir/reclaim-throttle.csv"
 	fi
 }
 throttle_hist_take() {
-	[ "${THROTTLE_HIST_STATE:-}" = on ] || return 0
+	[ "${throttle_hist_state:-}" = on ] || return 0
 	sed -nE 's/^\{ reason: *([0-9]+), common_pid: *(.*[^ ]) *\[ *([0-9]+)\] *\} hitcount: *([0-9]+) *usec_delayed: *([0-9]+).*/\1 \3 \4 \5 \2/p' \
-		"$THROTTLE_EVENT/hist" |
-		awk -v phase="$PHASE" '{
+		"$throttle_event/hist" |
+		awk -v phase="$phase" '{
 			r = $1 == 1 ? "writeback" : $1 == 2 ? "isolated" : $1 == 4 ? "noprogress" : $1 == 8 ? "congested" : $1 == 16 ? "parked" : $1
 			comm = $5; for (i = 6; i <= NF; i++) comm = comm " " $i
 			gsub(/,/, ";", comm)
@@ -122,12 +122,12 @@ throttle_hist_take() {
 			# and the neighbour's reader alike.
 			IFS=, read -r _ _ _ pid _ <<<"$row"
 			echo "$row,$(task_cgroup "$pid")"
-		done >>"$OUT/reclaim-throttle.csv"
+		done >>"$out_dir/reclaim-throttle.csv"
 }
 
 throttle_hist_clear() {
-	echo "$THROTTLE_HIST:clear" >>"$THROTTLE_EVENT/trigger" ||
-		die "cannot clear the hist trigger on $THROTTLE_EVENT"
+	echo "$throttle_hist:clear" >>"$throttle_event/trigger" ||
+		die "cannot clear the hist trigger on $throttle_event"
 }
 
 # The trace events the host enabled on the kernel command line
@@ -160,20 +160,20 @@ quiesce_tracing() {
 start_sampler() {
 	local parent=$1
 	shift
-	lab-sampler -i "$SAMPLE_MS" -s "$SAMPLE_SLOW_MS" -r "$CGROOT" \
-		-o "$OUT/samples.csv" -V -S / -S "$parent" "$@" 2>>"$OUT/sampler.log" &
-	SAMPLER_PID=$!
+	lab-sampler -i "$SAMPLE_MS" -s "$SAMPLE_SLOW_MS" -r "$cgroot" \
+		-o "$out_dir/samples.csv" -V -S / -S "$parent" "$@" 2>>"$out_dir/sampler.log" &
+	sampler_pid=$!
 }
 
 stop_sampler() {
-	kill -TERM "$SAMPLER_PID" 2>/dev/null || true
-	wait "$SAMPLER_PID" || die "sampler failed: $(tail -n 3 "$OUT/sampler.log")"
+	kill -TERM "$sampler_pid" 2>/dev/null || true
+	wait "$sampler_pid" || die "sampler failed: $(tail -n 3 "$out_dir/sampler.log")"
 }
 
 # A heartbeat on the console: progress for the user, and proof of life for
 # the host's hang detector.
 heartbeat() {
-	local cg=$1 line="$PHASE: $1" key v
+	local cg=$1 line="$phase: $1" key v
 	# "immediate" exists with the patch series only.
 	for key in inactive_file active_file immediate file_dirty file_writeback; do
 		v=$(memcg_stat "$cg" "$key" || true)
@@ -186,27 +186,27 @@ heartbeat() {
 # from the patch series' tracepoint, or on a kernel without it from the
 # vanilla vmscan events (the scanned cgroup is then "unknown"; the mode
 # is in attribution.csv.meta).
-ATTRIB_PID=
+attrib_pid=
 start_attribution() {
 	local i
-	lab-reclaim-attrib -r "$CGROOT" -o "${ATTRIB_OUT:-$OUT/attribution.csv}" \
-		2>>"$OUT/attribution.log" &
-	ATTRIB_PID=$!
+	lab-reclaim-attrib -r "$cgroot" -o "${ATTRIB_OUT:-$out_dir/attribution.csv}" \
+		2>>"$out_dir/attribution.log" &
+	attrib_pid=$!
 	# Its hists are in place when it says so; a tool that failed to set
 	# them up fails the run now, not after the phase it was to measure.
 	for i in $(seq 150); do
-		grep -q 'installed$' "$OUT/attribution.log" 2>/dev/null && return 0
-		kill -0 "$ATTRIB_PID" 2>/dev/null || break
+		grep -q 'installed$' "$out_dir/attribution.log" 2>/dev/null && return 0
+		kill -0 "$attrib_pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -TERM "$ATTRIB_PID" 2>/dev/null || true
-	wait "$ATTRIB_PID" || true
-	die "lab-reclaim-attrib did not say its hists were installed within 15 s: $(tail -n 3 "$OUT/attribution.log")"
+	kill -TERM "$attrib_pid" 2>/dev/null || true
+	wait "$attrib_pid" || true
+	die "lab-reclaim-attrib did not say its hists were installed within 15 s: $(tail -n 3 "$out_dir/attribution.log")"
 }
 
 stop_attribution() {
-	[ -n "$ATTRIB_PID" ] || return 0
-	kill -TERM "$ATTRIB_PID" 2>/dev/null || true
-	wait "$ATTRIB_PID" || die "lab-reclaim-attrib failed: $(tail -n 3 "$OUT/attribution.log")"
-	ATTRIB_PID=
+	[ -n "$attrib_pid" ] || return 0
+	kill -TERM "$attrib_pid" 2>/dev/null || true
+	wait "$attrib_pid" || die "lab-reclaim-attrib failed: $(tail -n 3 "$out_dir/attribution.log")"
+	attrib_pid=
 }

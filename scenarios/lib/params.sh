@@ -11,6 +11,8 @@
 #   guest_cpu_mbps        how fast this guest's CPU hashes, in MB/s
 #   resolve_parameters    params.env, then the scenario's defaults;
 #                         params-resolved.env
+#   write_parameters DEFINED_BEFORE  the parameters defined since, as
+#                         params-resolved.env holds them
 #   apply_arm             what the arm ARM writes (scenarios/arms.tsv);
 #                         arm.txt
 
@@ -20,17 +22,17 @@ cmdline_value() {
 }
 
 record_guest_provenance() {
-	cp /proc/cmdline "$OUT/cmdline.txt"
-	uname -a >"$OUT/uname.txt"
-	sysctl -a >"$OUT/sysctl.txt" 2>/dev/null || true
-	zcat /proc/config.gz >"$OUT/guest-kernel.config" 2>/dev/null ||
-		echo "CONFIG_IKCONFIG_PROC not available" >"$OUT/guest-kernel.config"
-	cp /proc/meminfo "$OUT/meminfo-start.txt"
-	cp /proc/vmstat "$OUT/vmstat-start.txt"
-	dpkg-query -W -f='${Package} ${Version}\n' >"$OUT/rootfs-packages.txt" 2>/dev/null ||
-		echo "dpkg-query failed" >"$OUT/rootfs-packages.txt"
+	cp /proc/cmdline "$out_dir/cmdline.txt"
+	uname -a >"$out_dir/uname.txt"
+	sysctl -a >"$out_dir/sysctl.txt" 2>/dev/null || true
+	zcat /proc/config.gz >"$out_dir/guest-kernel.config" 2>/dev/null ||
+		echo "CONFIG_IKCONFIG_PROC not available" >"$out_dir/guest-kernel.config"
+	cp /proc/meminfo "$out_dir/meminfo-start.txt"
+	cp /proc/vmstat "$out_dir/vmstat-start.txt"
+	dpkg-query -W -f='${Package} ${Version}\n' >"$out_dir/rootfs-packages.txt" 2>/dev/null ||
+		echo "dpkg-query failed" >"$out_dir/rootfs-packages.txt"
 	{
-		echo "cgroup_fs=$(stat -fc %T "$CGROOT")"
+		echo "cgroup_fs=$(stat -fc %T "$cgroot")"
 		echo "lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
 		echo "thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled)"
 		echo "cpus_online=$(nproc)"
@@ -39,7 +41,7 @@ record_guest_provenance() {
 		echo "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 		echo "boot_trace_events=$(boot_trace_events | paste -sd' ')"
 		echo "guest_cpu_mbps=$(guest_cpu_mbps)"
-	} >"$OUT/guest-state.txt"
+	} >"$out_dir/guest-state.txt"
 }
 
 # The guest's CPU speed under TCG, measured, not assumed: one host ran
@@ -60,14 +62,22 @@ guest_cpu_mbps() {
 	echo "$best"
 }
 
+# The scenario's parameters are declared where they are assigned: by
+# params.env (the host's KERNEL_*, GUEST_CPUS and SET), by the scenario
+# file and the bases it sources, and here (MEM_MB, the sampler's
+# intervals).  What was defined before is the shell's, systemd's or the
+# runner's (lower-case), never a parameter, so params-resolved.env holds
+# exactly the upper-case names defined since, and the run's identity.
 resolve_parameters() {
+	local defined_before
+	[ -f "$lab_dir/$SCENARIO.scenario" ] || die "no scenario $SCENARIO"
+	SCENARIO_DIR=$lab_dir
+	defined_before=" $(compgen -v | tr '\n' ' ') "
 	MEM_MB=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
 	# Host overrides (make scenario SET="...") come first: scenario files
 	# only assign defaults with ${VAR:=...}.
-	[ -f "$OUT/params.env" ] && . "$OUT/params.env"
-	[ -f "$LAB/$SCENARIO.scenario" ] || die "no scenario $SCENARIO"
-	SCENARIO_DIR=$LAB
-	. "$LAB/$SCENARIO.scenario"
+	[ -f "$out_dir/params.env" ] && . "$out_dir/params.env"
+	. "$lab_dir/$SCENARIO.scenario"
 	: "${SHAPE:?scenario does not set SHAPE}"
 	# The host's -smp (params.env): a guest that brought up fewer CPUs
 	# would measure a uniprocessor kernel without saying so.
@@ -82,11 +92,22 @@ resolve_parameters() {
 	[[ $SAMPLE_SLOW_MS =~ ^[1-9][0-9]*$ ]] && ((SAMPLE_SLOW_MS % SAMPLE_MS == 0)) ||
 		die "SAMPLE_SLOW_MS=$SAMPLE_SLOW_MS is not a multiple of SAMPLE_MS=$SAMPLE_MS"
 	declare -F "shape_${SHAPE//-/_}" >/dev/null || die "unknown SHAPE=$SHAPE"
-	set | grep -E '^[A-Z][A-Z0-9_]*=' | grep -vE '^(BASH|EUID|PPID|UID|SHELLOPTS|PIPESTATUS|GROUPS|HOST|OPT|PWD|OLDPWD|IFS|PS[0-9]|HOME|PATH|TERM|SHLVL|LINENO|RANDOM|SECONDS|COLUMNS|LINES|MACHTYPE|HISTCMD|INVOCATION_ID|JOURNAL_STREAM|SYSTEMD_EXEC_PID|LANG|_)' \
-		>"$OUT/params-resolved.env"
+	write_parameters "$defined_before" >"$out_dir/params-resolved.env"
 }
 
-WRITEBACK_POLICY=/proc/sys/vm/reclaim_writeback_policy
+# The parameters, as `set` quotes them, one a line in name order: the
+# upper-case names not in DEFINED_BEFORE (bash's own BASH_* aside, which
+# appear as the shell is used), and SCENARIO and ARM.
+#   write_parameters DEFINED_BEFORE
+write_parameters() {
+	local v names=(ARM SCENARIO)
+	for v in $(compgen -v); do
+		[[ $v =~ ^[A-Z][A-Z0-9_]*$ && $v != BASH* && $1 != *" $v "* ]] && names+=("$v")
+	done
+	set | grep -E "^($(IFS='|' && echo "${names[*]}"))="
+}
+
+writeback_policy=/proc/sys/vm/reclaim_writeback_policy
 # An arm writes one value into one kernel file, or nothing (the table's
 # guest_write).  The host refuses an arm the kernel cannot run before
 # the boot (check_arm_runs_on_kernel, on its .config and System.map);
@@ -96,7 +117,7 @@ apply_arm() {
 	local problem write file value
 	# The arms table (/lab/arms.tsv) and its reader, loaded here, their
 	# one user, so that sourcing the runner (as tests do) needs no /lab.
-	. "$LAB/lib/arms.sh"
+	. "$lab_dir/lib/arms.sh"
 	problem=$(arm_name_problem "$ARM") || die "$problem"
 	write=${ARM_GUEST_WRITE[$ARM]}
 	if [ "$write" != - ]; then
@@ -109,8 +130,8 @@ apply_arm() {
 	{
 		echo "arm=$ARM"
 		echo "lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
-		echo "reclaim_writeback_policy=$(cat "$WRITEBACK_POLICY" 2>/dev/null || echo absent)"
-	} >"$OUT/arm.txt"
+		echo "reclaim_writeback_policy=$(cat "$writeback_policy" 2>/dev/null || echo absent)"
+	} >"$out_dir/arm.txt"
 }
 
 apply_sysctls() {

@@ -18,7 +18,7 @@
 #   finish_neighbour_phase CG  its second half: the phase ends on time,
 #                         attribution stops, the neighbour's tail
 #   wait_with_heartbeat PID WHAT  wait for a background job, a console
-#                         line every 30 s; its status, WAITED_S
+#                         line every 30 s; its status, waited_s
 
 # The dirtier NAME: fio's buffered writer overwriting FILE on the stick
 # (or JOB, another fio job file), in NAME.scope.
@@ -27,7 +27,7 @@ start_dirtier() {
 	shift $(($# < 3 ? $# : 3))
 	run_in_scope "$name" "$@" -- env DIRTY_FILE="$file" \
 		DIRTY_FILE_MB="$DIRTY_FILE_MB" DIRTY_RUNTIME_S="$DIRTY_RUNTIME_S" \
-		fio --output-format=json+ --output="$OUT/fio-$name.json" "$LAB/fio/$job"
+		fio --output-format=json+ --output="$out_dir/fio-$name.json" "$lab_dir/fio/$job"
 }
 
 # The ramp phase: until the memcgs CG... hold MB of memory.stat KEY, or
@@ -66,8 +66,8 @@ start_neighbour_phase() {
 	start_attribution
 	run_in_scope neighbour "$@" -- env READ_FILE=/mnt/fast/read.dat \
 		READ_FILE_MB="$READ_FILE_MB" NEIGHBOUR_S="$NEIGHBOUR_S" \
-		"$LAB/lib/neighbour.sh" "$OUT" "$PROBE_MB" "$PROBE_INTERVAL_MS" "$NEIGHBOUR_S"
-	list_members >"$OUT/cgroups-seen.txt"
+		"$lab_dir/lib/neighbour.sh" "$out_dir" "$PROBE_MB" "$PROBE_INTERVAL_MS" "$NEIGHBOUR_S"
+	list_members >"$out_dir/cgroups-seen.txt"
 }
 
 # The measured phase ends NEIGHBOUR_S after it began, or earlier if the
@@ -77,7 +77,7 @@ start_neighbour_phase() {
 # every run measures the same length of time.
 finish_neighbour_phase() {
 	local end left
-	end=$(awk -v s="$PHASE_START" -v d="$NEIGHBOUR_S" 'BEGIN { printf "%.2f", s + d }')
+	end=$(awk -v s="$phase_start" -v d="$NEIGHBOUR_S" 'BEGIN { printf "%.2f", s + d }')
 	while scope_running neighbour; do
 		left=$(awk -v e="$end" -v now="$(uptime_s)" 'BEGIN { l = e - now; print (l > 5 ? 5 : l > 0 ? l : 0) }')
 		[ "$left" != 0 ] || break
@@ -96,19 +96,19 @@ finish_neighbour_phase() {
 		done
 		phase_end
 	fi
-	wait "${SCOPE_PID[neighbour]}" || die "neighbour failed"
+	wait "${scope_pid[neighbour]}" || die "neighbour failed"
 }
 
 # Waits for the background job $1 and returns its exit status, saying
 # "$2 running (N s)" every 30 s: the host's hang detector needs a console
-# line at least every 180 s.  WAITED_S: how long it ran, in seconds.
+# line at least every 180 s.  waited_s: how long it ran, in seconds.
 wait_with_heartbeat() {
 	local pid=$1 what=$2
-	WAITED_S=0
+	waited_s=0
 	while kill -0 "$pid" 2>/dev/null; do
 		sleep 1
-		WAITED_S=$((WAITED_S + 1))
-		[ $((WAITED_S % 30)) -ne 0 ] || say "$what running (${WAITED_S} s)"
+		waited_s=$((waited_s + 1))
+		[ $((waited_s % 30)) -ne 0 ] || say "$what running (${waited_s} s)"
 	done
 	wait "$pid"
 }

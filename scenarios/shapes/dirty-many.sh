@@ -11,7 +11,7 @@ shape_dirty_many() {
 	done
 	prepare_disks "$NR_DIRTIERS"
 	set_parent_limit "$PARENT_MAX_MB"
-	start_sampler "$SLICE" "${cgs[@]}" "$(cg_of neighbour)"
+	start_sampler "$slice" "${cgs[@]}" "$(cg_of neighbour)"
 	for i in $(seq "$NR_DIRTIERS"); do
 		start_dirtier "dirtier-$i" "/mnt/stick/dirty-$i.dat"
 	done

@@ -19,7 +19,7 @@ shape_dirty_neighbour() {
 	prepare_disks "$([ -n "${PIN_MB:-}" ] && echo 0 || echo 1)"
 	[ -n "${PARENT_MAX_MB:-}" ] && set_parent_limit "$PARENT_MAX_MB"
 	[ -n "${DIRTIER_MAX_MB:-}" ] && dirtier_props=(MemoryMax="${DIRTIER_MAX_MB}M")
-	start_sampler "$SLICE" "$cg" "$nb"
+	start_sampler "$slice" "$cg" "$nb"
 	if [ -n "${PIN_MB:-}" ]; then
 		start_pinned_dirtier dirtier "${dirtier_props[@]}"
 		ramp_until_pinned "$cg"
@@ -29,7 +29,7 @@ shape_dirty_neighbour() {
 		ramp_until_writeback "$cg"
 	fi
 	start_neighbour_phase
-	[ -z "${SAMPLER_COST_CONFIGS:-}" ] || measure_sampler_configs "$SLICE" "$cg" "$nb"
+	[ -z "${SAMPLER_COST_CONFIGS:-}" ] || measure_sampler_configs "$slice" "$cg" "$nb"
 	[ -z "${STICK_STUCK_AFTER_S:-}" ] || stick_stuck_after "$STICK_STUCK_AFTER_S"
 	finish_neighbour_phase "$cg"
 	# Unstuck, so that the dirtier can stop.
@@ -61,13 +61,13 @@ ramp_until_pinned() {
 	say "pinned: $(memcg_stat_mb shmem "$1")M of tmpfs in $1"
 }
 
-SAMPLER_COST_KNOWN="all-fast slow-files slow-parents slow-parents-tmpfs slow-vmstat vmstat-only all-slow"
+sampler_cost_known="all-fast slow-files slow-parents slow-parents-tmpfs slow-vmstat vmstat-only all-slow"
 # Before minutes of setup, not when a bad name's turn comes.
 check_sampler_configs() {
 	local cfg
 	for cfg in $SAMPLER_COST_CONFIGS; do
-		[[ " $SAMPLER_COST_KNOWN " == *" $cfg "* ]] ||
-			die "unknown sampler configuration '$cfg' in SAMPLER_COST_CONFIGS (known: $SAMPLER_COST_KNOWN)"
+		[[ " $sampler_cost_known " == *" $cfg "* ]] ||
+			die "unknown sampler configuration '$cfg' in SAMPLER_COST_CONFIGS (known: $sampler_cost_known)"
 	done
 }
 
@@ -93,12 +93,12 @@ measure_sampler_configs() {
 	read -ra configs <<<"$SAMPLER_COST_CONFIGS"
 	n=${#configs[@]}
 	[ "$n" -gt 0 ] || die "SAMPLER_COST_CONFIGS is empty"
-	echo "round,config,args,rows,exit_line" >"$OUT/sampler-cost.csv"
+	echo "round,config,args,rows,exit_line" >"$out_dir/sampler-cost.csv"
 	for round in $(seq "$SAMPLER_COST_ROUNDS"); do
 		for i in $(seq 0 $((n - 1))); do
 			cfg=${configs[$(((i + round - 1) % n))]}
 			cgs=(/ "$parent" "$@")
-			dir=$OUT
+			dir=$out_dir
 			case $cfg in
 			all-fast) args=(-i "$SAMPLER_COST_MS") ;;
 			slow-files) args=(-i "$SAMPLER_COST_MS" -s "$SAMPLER_COST_SLOW_MS") ;;
@@ -116,12 +116,12 @@ measure_sampler_configs() {
 				cgs=()
 				;;
 			all-slow) args=(-i "$SAMPLER_COST_SLOW_MS") ;;
-			*) die "unknown sampler configuration '$cfg' (known: $SAMPLER_COST_KNOWN)" ;;
+			*) die "unknown sampler configuration '$cfg' (known: $sampler_cost_known)" ;;
 			esac
 			say "sampler cost: round $round of $SAMPLER_COST_ROUNDS, $cfg (${args[*]}), ${SAMPLER_COST_S} s"
 			csv=$dir/sampler-cost-$round-$cfg.csv
-			log=$OUT/sampler-cost-$round-$cfg.log
-			lab-sampler "${args[@]}" -r "$CGROOT" -o "$csv" "${cgs[@]}" 2>"$log" &
+			log=$out_dir/sampler-cost-$round-$cfg.log
+			lab-sampler "${args[@]}" -r "$cgroot" -o "$csv" "${cgs[@]}" 2>"$log" &
 			pid=$!
 			sleep "$SAMPLER_COST_S"
 			kill -TERM "$pid"
@@ -129,8 +129,8 @@ measure_sampler_configs() {
 			rows=$(($(wc -l <"$csv") - 1))
 			rm -f "$csv"
 			line=$(grep '^lab-sampler: [0-9]* ticks in' "$log") || die "$log: no exit line"
-			echo "$round,$cfg,${args[*]},$rows,\"$line\"" >>"$OUT/sampler-cost.csv"
-			cat "$log" >>"$OUT/sampler-cost.log"
+			echo "$round,$cfg,${args[*]},$rows,\"$line\"" >>"$out_dir/sampler-cost.csv"
+			cat "$log" >>"$out_dir/sampler-cost.log"
 			rm -f "$log"
 		done
 	done

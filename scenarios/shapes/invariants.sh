@@ -8,9 +8,9 @@
 # systemd's slices; their exit status is the run's.  The harness takes no
 # options: the parameters go in LRU_IMMEDIATE_* environment variables.
 shape_invariants() {
-	local parent=$CGROOT/memcg-lab-invariants rc=0 prog=$LAB/kselftest/test_lru_immediate
-	local tap=$OUT/kselftest-test_lru_immediate.tap
-	[ "$CGROUP_MODE" = v2 ] || die "the invariant tests need cgroup v2"
+	local parent=$cgroot/memcg-lab-invariants rc=0 prog=$lab_dir/kselftest/test_lru_immediate
+	local tap=$out_dir/kselftest-test_lru_immediate.tap
+	[ "$cgroup_mode" = v2 ] || die "the invariant tests need cgroup v2"
 	[ -x "$prog" ] || die "no $prog: the scenario must set KSELFTESTS=lru-immediate"
 	prepare_stick
 	apply_sysctls
@@ -19,7 +19,7 @@ shape_invariants() {
 	echo +memory >"$parent/cgroup.subtree_control" ||
 		die "cannot enable the memory controller in $parent"
 	# The tests' memcgs (see test_lru_immediate.c), sampled while they exist.
-	local rel=${parent#"$CGROOT"/} cgs=() t
+	local rel=${parent#"$cgroot"/} cgs=() t
 	for t in park activate immediate toggle rmdir fadvise-dontneed compact_memory mlock truncate strand mglru large; do
 		cgs+=("$rel/$t")
 	done

@@ -18,8 +18,8 @@
 # cgroup2 remounted as the kernel's default, nsdelegate only; the
 # options systemd chose come back when they end.
 shape_kselftest_cgroup() {
-	local dir=$LAB/kselftest prog rc systemd_opts
-	[ "$CGROUP_MODE" = v2 ] || die "the cgroup selftests need cgroup v2"
+	local dir=$lab_dir/kselftest prog rc systemd_opts
+	[ "$cgroup_mode" = v2 ] || die "the cgroup selftests need cgroup v2"
 	[ -d "$dir" ] || die "no $dir: the scenario must set KSELFTESTS=cgroup"
 	prepare_fast
 	apply_sysctls
@@ -31,13 +31,13 @@ shape_kselftest_cgroup() {
 	{
 		echo "cgroup2_mount_systemd=$systemd_opts"
 		echo "cgroup2_mount=$(cgroup2_super_options)"
-		echo "root_subtree_control=$(cat "$CGROOT/cgroup.subtree_control")"
+		echo "root_subtree_control=$(cat "$cgroot/cgroup.subtree_control")"
 		echo "swap_devices=$(($(wc -l </proc/swaps) - 1))"
 		echo "thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled)"
 		echo "cwd_fs=$(stat -f -c %T /mnt/fast/kselftest)"
-	} >"$OUT/kselftest-env.txt"
-	echo "program,number,test,result" >"$OUT/kselftest.csv"
-	echo "program,exit_status,seconds" >"$OUT/kselftest-exit.csv"
+	} >"$out_dir/kselftest-env.txt"
+	echo "program,number,test,result" >"$out_dir/kselftest.csv"
+	echo "program,exit_status,seconds" >"$out_dir/kselftest-exit.csv"
 	phase_begin tests measured
 	[ -s "$dir/.built" ] || die "$dir/.built: no list of programs"
 	# The programs lab/build-kselftests.sh built, in its order.
@@ -48,12 +48,12 @@ shape_kselftest_cgroup() {
 		# print the parent's unflushed results again when they exit.
 		(cd /mnt/fast/kselftest &&
 			exec timeout -s KILL "$KSELFTEST_TIMEOUT_S" stdbuf -oL "$dir/$prog") \
-			>"$OUT/kselftest-$prog.tap" 2>&1 &
+			>"$out_dir/kselftest-$prog.tap" 2>&1 &
 		rc=0
 		wait_with_heartbeat $! "kselftest $prog" || rc=$?
-		echo "$prog,$rc,$WAITED_S" >>"$OUT/kselftest-exit.csv"
-		kselftest_tap_to_csv "$prog" <"$OUT/kselftest-$prog.tap" >>"$OUT/kselftest.csv"
-		grep -E '^(not ok|ok) ' "$OUT/kselftest-$prog.tap" | sed "s/^/kselftest $prog: /" |
+		echo "$prog,$rc,$waited_s" >>"$out_dir/kselftest-exit.csv"
+		kselftest_tap_to_csv "$prog" <"$out_dir/kselftest-$prog.tap" >>"$out_dir/kselftest.csv"
+		grep -E '^(not ok|ok) ' "$out_dir/kselftest-$prog.tap" | sed "s/^/kselftest $prog: /" |
 			while read -r line; do say "$line"; done
 		[ "$rc" -ne 137 ] || say "kselftest $prog: killed after KSELFTEST_TIMEOUT_S=$KSELFTEST_TIMEOUT_S s"
 	done

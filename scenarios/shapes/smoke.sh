@@ -9,13 +9,13 @@ shape_smoke() {
 	drop_caches
 	set_parent_limit "$PARENT_MAX_MB"
 	stick_throttle on
-	start_sampler "$SLICE" "$(cg_of dirtier)"
+	start_sampler "$slice" "$(cg_of dirtier)"
 	phase_begin write measured
 	start_dirtier dirtier /mnt/stick/dirty-1.dat
-	cat "$CGROOT/$SLICE/memory.max" >"$OUT/parent-memory.max"
-	list_members >"$OUT/cgroups-seen.txt"
-	wait "${SCOPE_PID[dirtier]}" || die "dirtier fio failed"
-	heartbeat "$SLICE"
+	cat "$cgroot/$slice/memory.max" >"$out_dir/parent-memory.max"
+	list_members >"$out_dir/cgroups-seen.txt"
+	wait "${scope_pid[dirtier]}" || die "dirtier fio failed"
+	heartbeat "$slice"
 	phase_end
 	stop_sampler
 	# The boot test of the host's hang dump: a guest that says nothing.

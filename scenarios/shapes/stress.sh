@@ -10,7 +10,7 @@
 # check_series_drained() then checks the lists drained.
 shape_stress() {
 	local i cgs=() names=() n=0 stranded0=0
-	COMPACT_PID=
+	compact_pid=
 	for i in $(seq "$NR_DIRTIERS"); do
 		names+=("dirtier-$i")
 		cgs+=("$(cg_of "dirtier-$i")")
@@ -19,7 +19,7 @@ shape_stress() {
 	echo "$THP" >/sys/kernel/mm/transparent_hugepage/enabled ||
 		die "cannot set THP $THP"
 	set_parent_limit "$PARENT_MAX_MB"
-	start_sampler "$SLICE" "${cgs[@]}" "$(cg_of neighbour)"
+	start_sampler "$slice" "${cgs[@]}" "$(cg_of neighbour)"
 	stranded0=$(awk '$1 == "pgimmediate_stranded" {print $2}' /proc/vmstat)
 	for i in $(seq "$NR_DIRTIERS"); do
 		start_dirtier "dirtier-$i" "/mnt/stick/dirty-$i.dat"
@@ -28,27 +28,27 @@ shape_stress() {
 	phase_begin stress measured
 	run_in_scope neighbour -- env READ_FILE=/mnt/fast/read.dat \
 		READ_FILE_MB="$READ_FILE_MB" NEIGHBOUR_S="$STRESS_S" \
-		"$LAB/lib/neighbour.sh" "$OUT" "$PROBE_MB" "$PROBE_INTERVAL_MS" "$STRESS_S"
-	echo "step,uptime_s,action,result" >"$OUT/stress.csv"
+		"$lab_dir/lib/neighbour.sh" "$out_dir" "$PROBE_MB" "$PROBE_INTERVAL_MS" "$STRESS_S"
+	echo "step,uptime_s,action,result" >"$out_dir/stress.csv"
 	while scope_running neighbour; do
 		n=$((n + 1))
 		stress_step "$n"
 		[ $((n % 5)) -ne 1 ] || heartbeat "${cgs[0]}"
 		sleep "$STRESS_STEP_S"
 	done
-	wait "${SCOPE_PID[neighbour]}" || die "neighbour failed"
+	wait "${scope_pid[neighbour]}" || die "neighbour failed"
 	phase_end
-	echo activate >"$WRITEBACK_POLICY" 2>/dev/null || true
+	echo activate >"$writeback_policy" 2>/dev/null || true
 	for i in "${names[@]}"; do
 		stop_scope "$i"
 	done
 	# The checks need the writeback done: at the debug kernel's 1 MiB/s
 	# the sync would outlast the host's 180 s silence limit.
 	stick_throttle off
-	if [ -n "$COMPACT_PID" ]; then
+	if [ -n "$compact_pid" ]; then
 		say "stress: waiting for the last compaction (it waits for writeback)"
 		sync
-		wait "$COMPACT_PID" || die "compact_memory failed"
+		wait "$compact_pid" || die "compact_memory failed"
 	fi
 	stop_sampler
 	check_series_drained "${stranded0:-0}"
@@ -58,7 +58,7 @@ shape_stress() {
 # console: the host's hang detector needs output at least every 180 s,
 # and a debug kernel's splat is easier to place next to the step.
 log_stress_step() {
-	echo "$1,$(uptime_s),$2,$3" >>"$OUT/stress.csv"
+	echo "$1,$(uptime_s),$2,$3" >>"$out_dir/stress.csv"
 	say "stress step $1: $2 $3"
 }
 
@@ -79,15 +79,15 @@ bounded_step() {
 # Step N (from 1) of the stress loop: action (N - 1) mod 5 of the cycle
 # below, so the first step parks (policy immediate),
 # logged with its result (ok, failed, timeout, started or n/a).
-STRESS_POLICIES=(immediate keep immediate activate)
+stress_policies=(immediate keep immediate activate)
 stress_step() {
 	local n=$1 policy
 	case $(((n - 1) % 5)) in
 	0)
-		policy=${STRESS_POLICIES[$((((n - 1) / 5) % ${#STRESS_POLICIES[@]}))]}
-		if [ ! -w "$WRITEBACK_POLICY" ]; then
+		policy=${stress_policies[$((((n - 1) / 5) % ${#stress_policies[@]}))]}
+		if [ ! -w "$writeback_policy" ]; then
 			log_stress_step "$n" "policy-$policy" n/a
-		elif echo "$policy" >"$WRITEBACK_POLICY"; then
+		elif echo "$policy" >"$writeback_policy"; then
 			log_stress_step "$n" "policy-$policy" ok
 		else
 			log_stress_step "$n" "policy-$policy" failed
@@ -98,29 +98,29 @@ stress_step() {
 		# writeback of every folio it migrates, uninterruptibly, and a
 		# folio at the back of the stick's 1024-deep queue can take
 		# minutes (a debug-kernel run sat 120 s past its SIGKILL).
-		if [ -n "$COMPACT_PID" ] && kill -0 "$COMPACT_PID" 2>/dev/null; then
+		if [ -n "$compact_pid" ] && kill -0 "$compact_pid" 2>/dev/null; then
 			log_stress_step "$n" compact still-running
 		else
 			sh -c 'echo 1 >/proc/sys/vm/compact_memory' &
-			COMPACT_PID=$!
+			compact_pid=$!
 			log_stress_step "$n" compact started
 		fi
 		;;
 	2)
 		# EAGAIN ("failed") is a normal answer under this much writeback.
-		if [ "$CGROUP_MODE" != v2 ]; then
+		if [ "$cgroup_mode" != v2 ]; then
 			log_stress_step "$n" proactive-reclaim n/a
 		else
 			log_stress_step "$n" proactive-reclaim "$(bounded_step sh -c \
-				"echo ${STRESS_RECLAIM_MB}M >$CGROOT/$SLICE/memory.reclaim" 2>/dev/null)"
+				"echo ${STRESS_RECLAIM_MB}M >$cgroot/$slice/memory.reclaim" 2>/dev/null)"
 		fi
 		;;
 	3)
 		# THP-backed anonymous memory: compaction and splits under
 		# pressure.  The memcg OOM killer may end it (failed).
 		run_in_scope "alloc-$n" -- timeout -s KILL "$STRESS_STEP_BOUND_S" \
-			lab-alloc -s "$STRESS_ALLOC_MB" -o "$OUT/stress-alloc-$n.csv"
-		if wait "${SCOPE_PID[alloc-$n]}"; then
+			lab-alloc -s "$STRESS_ALLOC_MB" -o "$out_dir/stress-alloc-$n.csv"
+		if wait "${scope_pid[alloc-$n]}"; then
 			log_stress_step "$n" thp-alloc ok
 		else
 			log_stress_step "$n" thp-alloc "failed-or-timeout"
@@ -173,7 +173,7 @@ check_series_drained() {
 		echo "verifier_bad=$bad"
 		echo "verifier_mismatched=$mismatched"
 		echo "verifier_total=$walk"
-	} >"$OUT/stress-check.txt"
+	} >"$out_dir/stress-check.txt"
 	[ -z "$failed" ] || die "the series' lists did not drain after the stress mix:$failed"
 	say "stress check: nr_immediate=$parked stranded=$stranded verifier bad=$bad mismatched=$mismatched"
 }

@@ -26,10 +26,10 @@ shape_tracepoint_toggle() {
 	for ev in "${TOGGLE_EVENT_LIST[@]}"; do
 		[ -f "/sys/kernel/tracing/events/$ev/enable" ] || die "no event $ev in /sys/kernel/tracing/events"
 		echo "$ev enable=$(cat "/sys/kernel/tracing/events/$ev/enable")"
-	done >"$OUT/toggle-events.txt"
+	done >"$out_dir/toggle-events.txt"
 	if [ "$TOGGLE_MODE" != enable ]; then
-		! grep -q 'enable=0' "$OUT/toggle-events.txt" ||
-			die "TOGGLE_MODE=$TOGGLE_MODE wants every event enabled from boot: $(grep 'enable=0' "$OUT/toggle-events.txt" | tr '\n' ' ')"
+		! grep -q 'enable=0' "$out_dir/toggle-events.txt" ||
+			die "TOGGLE_MODE=$TOGGLE_MODE wants every event enabled from boot: $(grep 'enable=0' "$out_dir/toggle-events.txt" | tr '\n' ' ')"
 	fi
 	cg=$(cg_of dirtier)
 	prepare_stick
@@ -38,7 +38,7 @@ shape_tracepoint_toggle() {
 	drop_caches
 	set_parent_limit "$PARENT_MAX_MB"
 	stick_throttle on
-	start_sampler "$SLICE" "$cg"
+	start_sampler "$slice" "$cg"
 	start_dirtier dirtier /mnt/stick/dirty-1.dat
 	ramp_until_writeback "$cg"
 	phase_begin toggle measured
@@ -47,14 +47,14 @@ shape_tracepoint_toggle() {
 	# mode: its triggers keep the events soft-enabled, and writing 0 to
 	# an enable file would then patch nothing.
 	[ "$TOGGLE_MODE" != tracing-on ] || start_attribution
-	echo "round,mode,start_s,end_s,dirtier_pgscan" >"$OUT/toggles.csv"
+	echo "round,mode,start_s,end_s,dirtier_pgscan" >"$out_dir/toggles.csv"
 	for round in $(seq "$TOGGLE_ROUNDS"); do
 		t0=$(uptime_s)
 		"$toggle" 1
 		sleep "$TOGGLE_ON_S"
 		"$toggle" 0
 		sleep "$TOGGLE_OFF_S"
-		echo "$round,$TOGGLE_MODE,$t0,$(uptime_s),$(memcg_stat "$cg" pgscan)" >>"$OUT/toggles.csv"
+		echo "$round,$TOGGLE_MODE,$t0,$(uptime_s),$(memcg_stat "$cg" pgscan)" >>"$out_dir/toggles.csv"
 		if [ $((round % 10)) -eq 0 ]; then
 			say "toggle round $round of $TOGGLE_ROUNDS ($TOGGLE_MODE)"
 			heartbeat "$cg"
@@ -97,12 +97,12 @@ toggle_event_enable() {
 
 # The lab's attribution itself, on (1) and off (0): the cost of its hist
 # triggers, paid by whoever reclaims (toggle-cost.csv).
-ATTRIB_ROUND=0
+attrib_round=0
 toggle_attribution() {
 	record_toggle_cost "$1"
 	if [ "$1" = 1 ]; then
-		ATTRIB_ROUND=$((ATTRIB_ROUND + 1))
-		ATTRIB_OUT=$OUT/attribution-round-$ATTRIB_ROUND.csv start_attribution
+		attrib_round=$((attrib_round + 1))
+		ATTRIB_OUT=$out_dir/attribution-round-$attrib_round.csv start_attribution
 	else
 		stop_attribution
 	fi
@@ -113,7 +113,7 @@ toggle_attribution() {
 record_toggle_cost() {
 	local cg
 	cg=$(cg_of dirtier)
-	[ -f "$OUT/toggle-cost.csv" ] || echo "time_s,next_window,pgscan,system_usec" >"$OUT/toggle-cost.csv"
-	echo "$(uptime_s),$([ "$1" = 1 ] && echo on || echo off),$(memcg_stat "$cg" pgscan),$(awk '$1 == "system_usec" {print $2}' "$CGROOT/$cg/cpu.stat")" \
-		>>"$OUT/toggle-cost.csv"
+	[ -f "$out_dir/toggle-cost.csv" ] || echo "time_s,next_window,pgscan,system_usec" >"$out_dir/toggle-cost.csv"
+	echo "$(uptime_s),$([ "$1" = 1 ] && echo on || echo off),$(memcg_stat "$cg" pgscan),$(awk '$1 == "system_usec" {print $2}' "$cgroot/$cg/cpu.stat")" \
+		>>"$out_dir/toggle-cost.csv"
 }

@@ -26,10 +26,10 @@ shape_writeback_cp() {
 	done
 	# lab-alloc writes its CSV when it is done: a 1 MiB run gives the
 	# header for an iteration whose alloc the OOM killer ends.
-	lab-alloc -s 1 -o "$OUT/alloc-header.csv" >/dev/null ||
+	lab-alloc -s 1 -o "$out_dir/alloc-header.csv" >/dev/null ||
 		die "lab-alloc -s 1 failed"
-	echo "iteration,$(head -n 1 "$OUT/alloc-header.csv"),$(echo "$WRITEBACK_CP_KEYS" | tr -s ' \n' ',' | sed 's/,$//')" >"$OUT/writeback-cp.csv"
-	start_sampler "$SLICE" "${cgs[@]}"
+	echo "iteration,$(head -n 1 "$out_dir/alloc-header.csv"),$(echo "$WRITEBACK_CP_KEYS" | tr -s ' \n' ',' | sed 's/,$//')" >"$out_dir/writeback-cp.csv"
+	start_sampler "$slice" "${cgs[@]}"
 	for i in $(seq "$ITERATIONS"); do
 		drop_caches
 		wait_dirty_below "$CLEAN_PAGES"
@@ -45,10 +45,10 @@ shape_writeback_cp() {
 		done
 		heartbeat "$(cg_of "copier-$i")"
 		before=$(vmstat_snapshot)
-		alloc_out=$OUT/alloc-$i.csv
+		alloc_out=$out_dir/alloc-$i.csv
 		run_in_scope "alloc-$i" -- lab-alloc -s "$ALLOC_MB" ${ALLOC_MADVISE:+-H} -o "$alloc_out"
 		alloc_rc=0
-		wait "${SCOPE_PID[alloc-$i]}" || alloc_rc=$?
+		wait "${scope_pid[alloc-$i]}" || alloc_rc=$?
 		after=$(vmstat_snapshot)
 		stop_scope "copier-$i" SIGTERM
 		phase_end
@@ -61,11 +61,11 @@ shape_writeback_cp() {
 			# The allocating task OOM-killed is this workload's worst
 			# outcome, a result to count (vmstat.oom_kill), not a
 			# broken run.
-			alloc_row=$(head -n 1 "$OUT/alloc-header.csv" | sed 's/[^,]*/na/g')
+			alloc_row=$(head -n 1 "$out_dir/alloc-header.csv" | sed 's/[^,]*/na/g')
 		else
 			die "lab-alloc failed in iteration $i (exit $alloc_rc, no OOM kill)"
 		fi
-		echo "$i,$alloc_row$row" >>"$OUT/writeback-cp.csv"
+		echo "$i,$alloc_row$row" >>"$out_dir/writeback-cp.csv"
 		say "iteration $i: ${alloc_row/#na*/lab-alloc OOM-killed}"
 	done
 	stop_sampler

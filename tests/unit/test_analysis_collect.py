@@ -229,6 +229,19 @@ def test_lab_plumbing_parameters_do_not_split_an_arm(tmp_path):
     assert set(reasons(tmp_path).values()) == {""}
 
 
+def test_a_run_with_declared_parameters_only_joins_an_arm_of_older_runs(tmp_path):
+    # The fixture is from before write_parameters: it also holds bash's
+    # and the runner's variables, which a newer run no longer records.
+    copy_run(tmp_path, DEFAULT_RUN)
+    copy_run(tmp_path, DEFAULT_RUN, DEFAULT_RUN + ".2")
+    newer = tmp_path / (DEFAULT_RUN + ".2") / "params-resolved.env"
+    lines = newer.read_text().splitlines(keepends=True)
+    kept = [line for line in lines if line.split("=", 1)[0] not in ("CGROOT", "SLICE", "OUT", "LAB")]
+    assert len(kept) == len(lines) - 4
+    newer.write_text("".join(kept))
+    assert set(reasons(tmp_path).values()) == {""}
+
+
 def test_arms_differing_in_parameters_get_a_note(tmp_path):
     copy_run(tmp_path, DEFAULT_RUN)
     p = copy_run(tmp_path, MGLRU)

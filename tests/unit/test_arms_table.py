@@ -167,7 +167,7 @@ def test_the_matrix_counts_runs_and_ledger_lines_of_the_old_name(tmp_path):
 # --- the guest: what apply_arm writes ---
 
 def apply_arm(tmp_path, arm, table=None):
-    """The runner's apply_arm on the host, with LAB a copy of
+    """The runner's apply_arm on the host, with lab_dir a copy of
     scenarios/lib/arms.sh beside the real table or the one given."""
     lab = tmp_path / "lab"
     (lab / "lib").mkdir(parents=True)
@@ -179,7 +179,7 @@ def apply_arm(tmp_path, arm, table=None):
     out = tmp_path / "out"
     out.mkdir()
     return bash("source scenarios/lib/guest-run.sh "
-                f"smoke {arm}; LAB={lab} OUT={out}; apply_arm; cat {out}/arm.txt")
+                f"smoke {arm}; lab_dir={lab} out_dir={out}; apply_arm; cat {out}/arm.txt")
 
 
 def test_the_guest_writes_the_tables_value_into_the_tables_file(tmp_path):
@@ -214,7 +214,7 @@ def test_the_guest_refuses_vanilla_and_runs_default_writing_nothing(tmp_path):
 
 # Lists of arms that are a choice, not a definition: each is checked
 # against the table below.  (file, the variable its line assigns)
-CHOICES = {("lab/matrix.sh", "VERDICT_ARMS"), ("scenarios/shapes/stress.sh", "STRESS_POLICIES"),
+CHOICES = {("lab/matrix.sh", "VERDICT_ARMS"), ("scenarios/shapes/stress.sh", "stress_policies"),
            ("analysis/memcg_lab/stats.py", "LAB_BASELINES")}
 ARM_WORDS = set(arms_table.ORDER) | set(arms_table.RENAMED)
 WORD = r"[A-Za-z0-9_.-]+"
@@ -384,7 +384,7 @@ def test_the_choices_of_arms_are_arms_of_the_table():
     # The stress scenario cycles through values of the series' policy
     # sysctl: each one an arm of the table writes there.
     with open(os.path.join(ROOT, "scenarios", "shapes", "stress.sh")) as f:
-        policies = re.search(r"^STRESS_POLICIES=\(([^)]*)\)", f.read(), re.M).group(1).split()
+        policies = re.search(r"^stress_policies=\(([^)]*)\)", f.read(), re.M).group(1).split()
     written = {a.guest_write for a in arms_table.ARMS}
     assert all(f"/proc/sys/vm/reclaim_writeback_policy={p}" in written for p in policies)
     # The 2011 comparison's arms (stats.beside_2011): arms of the table.

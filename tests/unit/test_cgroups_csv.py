@@ -25,10 +25,10 @@ def bash(script):
 
 
 # The runner sourced, with the commands that would make cgroups stubbed:
-# each call is logged to $OUT/made, and the member "appears" at once.
+# each call is logged to $out_dir/made, and the member "appears" at once.
 STUBBED = (f"source '{GUEST_RUN}' smoke default; "
-           "systemd-run() { echo \"systemd-run $*\" >>\"$OUT/made\"; }; "
-           "cgcreate() { echo \"cgcreate $*\" >>\"$OUT/made\"; }; "
+           "systemd-run() { echo \"systemd-run $*\" >>\"$out_dir/made\"; }; "
+           "cgcreate() { echo \"cgcreate $*\" >>\"$out_dir/made\"; }; "
            "cgset() { :; }; cgexec() { :; }; wait_member_exists() { :; }; ")
 
 
@@ -55,7 +55,7 @@ def test_every_member_a_shape_makes_has_a_role():
 
 
 def test_the_guest_writes_a_row_per_member_on_cgroup_v2(tmp_path):
-    p = bash(STUBBED + f"OUT={tmp_path}; CGROUP_MODE=v2; SLICE=lab.slice; "
+    p = bash(STUBBED + f"out_dir={tmp_path}; cgroup_mode=v2; slice=lab.slice; "
              "run_in_scope dirtier-1 -- true; run_in_scope dirtier-2 MemoryMax=100M -- true; "
              "run_in_scope neighbour -- true; run_in_scope dirtier-1 -- true; wait")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -69,7 +69,7 @@ def test_the_guest_writes_a_row_per_member_on_cgroup_v2(tmp_path):
 
 
 def test_the_guest_writes_a_row_per_member_on_cgroup_v1(tmp_path):
-    p = bash(STUBBED + f"OUT={tmp_path}; CGROUP_MODE=v1; SLICE=memcg-lab; "
+    p = bash(STUBBED + f"out_dir={tmp_path}; cgroup_mode=v1; slice=memcg-lab; "
              "run_in_scope copier-1 -- true; run_in_scope alloc-1 -- true; wait")
     assert p.returncode == 0, p.stdout + p.stderr
     assert (tmp_path / "cgroups.csv").read_text() == (
@@ -79,7 +79,7 @@ def test_the_guest_writes_a_row_per_member_on_cgroup_v1(tmp_path):
 
 @pytest.mark.parametrize("name", ["writer", "parent", "dirtier-x"])
 def test_a_member_without_a_role_stops_the_run_before_it_starts(tmp_path, name):
-    p = bash(STUBBED + f"OUT={tmp_path}; CGROUP_MODE=v2; SLICE=lab.slice; "
+    p = bash(STUBBED + f"out_dir={tmp_path}; cgroup_mode=v2; slice=lab.slice; "
              f"run_in_scope {name} -- true")
     assert p.returncode == 1
     assert f"error: member {name} has no role: its name less any -<n> must be one of: " \

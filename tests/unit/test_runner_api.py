@@ -202,7 +202,7 @@ def test_sourced_the_runner_runs_nothing_executed_it_runs(tmp_path):
                        timeout=60, env=env, cwd=tmp_path)
     assert p.returncode == 1 and "cp /proc/cmdline /results/cmdline.txt" in p.stderr, p.stderr
     # a command that fails under set -e is named, as die names it
-    assert 'error: the runner stopped (status 1) on: cp /proc/cmdline "$OUT/cmdline.txt"' \
+    assert 'error: the runner stopped (status 1) on: cp /proc/cmdline "$out_dir/cmdline.txt"' \
         in p.stdout, p.stdout
     p = subprocess.run(["bash", "-c", f"source '{GUEST_RUN}' smoke default; echo sourced"],
                        capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
@@ -216,7 +216,7 @@ def test_a_shape_declares_its_measured_phase_once(tmp_path):
     stubs = ("throttle_hist_start() { :; }; lock_hist_start() { :; }; "
              "record_stick_bdi() { :; }; uptime_s() { echo 1.00; }; ")
     script = (f"source scenarios/lib/guest-run.sh smoke default; {stubs}"
-              f"OUT={tmp_path}; SCOPE_PID=(); "
+              f"out_dir={tmp_path}; scope_pid=(); "
               "phase_begin ramp; phase_begin neighbour measured; phase_begin tail; "
               "phase_begin again measured")
     p = bash(script)

@@ -14,6 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LAB = os.path.join(ROOT, "lab")
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
 from memcg_lab.run import load_parameters  # noqa: E402
+from test_scenario_files import guest_parameters  # noqa: E402
 
 SPACED = 'SYSCTLS="vm.dirty_ratio=60 vm.dirty_background_ratio=3" RUNS_S=30'
 
@@ -77,7 +78,7 @@ def guest_resolution(tmp_path, set_value):
     guest = subprocess.run(
         ["bash", "-c",
          "source scenarios/lib/guest-run.sh dirty-neighbour activate; "
-         f"OUT={out}; LAB=$PWD/scenarios; resolve_parameters; "
+         f"out_dir={out}; lab_dir=$PWD/scenarios; resolve_parameters; "
          f"sysctl() {{ printf '%s\\n' \"$3\" >>{out}/sysctl-calls; }}; apply_sysctls"],
         capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert guest.returncode == 0, guest.stderr
@@ -102,6 +103,21 @@ def test_without_set_the_scenario_defaults_reach_the_guest(tmp_path):
     params = load_parameters(str(out / "params-resolved.env"))
     assert params["SYSCTLS"] == "vm.dirty_ratio=80 vm.dirty_background_ratio=5 vm.compaction_proactiveness=0"
     assert params["KERNEL_FLAVOUR"] == "lab"
+
+
+def test_params_resolved_holds_exactly_the_declared_parameters(tmp_path):
+    """What params.env and the scenario files define (test_scenario_files
+    resolves them in a bare bash), what resolve_parameters itself sets
+    and the run's identity: no variable of the shell, of systemd or of
+    the runner (whose globals are lower-case)."""
+    out = guest_resolution(tmp_path, "RUNS_S=30")
+    written = set(load_parameters(str(out / "params-resolved.env")))
+    mem_mb = int(load_parameters(str(out / "params-resolved.env"))["MEM_MB"])
+    declared = set(guest_parameters(ROOT, "dirty-neighbour", mem_mb, 1, ["RUNS_S=30"]))
+    host = {"KERNEL_LABEL", "KERNEL_FLAVOUR", "KERNEL_SLOWDOWN", "GUEST_CPUS"}
+    own = {"MEM_MB", "SAMPLE_MS", "SAMPLE_SLOW_MS", "SCENARIO", "ARM"}
+    assert written == declared | host | own
+    assert "RUNS_S" in written
 
 
 def test_the_kernel_command_line_gets_every_word_of_a_spaced_value(tmp_path):
