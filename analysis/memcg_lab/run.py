@@ -436,9 +436,42 @@ def load_probe_latencies(path, start=None, end=None):
                 if start is None or start <= float(r["start_s"]) < end]
 
 
-SAMPLER_COST = re.compile(
+# The sampler's exit line (guest-rootfs/tools/lab-sampler.c, report_cpu):
+# key=value words after this prefix.
+SAMPLER_COST_PREFIX = "lab-sampler: cost "
+SAMPLER_COST_KEYS = {"ticks": int, "wall_s": float, "cpu_s": float, "user_s": float,
+                     "system_s": float, "ticks_missed": int, "slow_cgroups": int,
+                     "cgroups": int, "vmstat": str}
+# The sentence the sampler wrote before its line was key=value; the
+# clauses after "of one CPU" came later still.
+SAMPLER_COST_SENTENCE = re.compile(
     r"lab-sampler: (\d+) ticks in ([\d.]+) s, cpu ([\d.]+) s .*?([\d.]+)% of one CPU"
-    r"(?:, \d+ ticks missed, (\d+) of \d+ cgroups slow(?:, vmstat (slow|fast))?)?")
+    r"(?:, (\d+) ticks missed, (\d+) of (\d+) cgroups slow(?:, vmstat (slow|fast))?)?")
+
+
+def parse_sampler_cost(text):
+    """The last exit line of the sampler in text, as {key: value} (the
+    keys it had: ticks, wall_s and cpu_s always; an old sentence also
+    its rounded cpu_pct_of_one), or None."""
+    found = None
+    for line in text.splitlines():
+        at = line.find(SAMPLER_COST_PREFIX)
+        if at >= 0:
+            words = dict(w.split("=", 1) for w in line[at + len(SAMPLER_COST_PREFIX):].split()
+                         if "=" in w)
+            try:
+                cost = {k: f(words[k]) for k, f in SAMPLER_COST_KEYS.items() if k in words}
+            except ValueError:
+                cost = {}
+            found = cost if {"ticks", "wall_s", "cpu_s"} <= set(cost) else None
+            continue
+        m = SAMPLER_COST_SENTENCE.search(line)
+        if m:
+            values = dict(zip(("ticks", "wall_s", "cpu_s", "cpu_pct_of_one", "ticks_missed",
+                               "slow_cgroups", "cgroups", "vmstat"), m.groups()))
+            found = {k: SAMPLER_COST_KEYS.get(k, float)(v) for k, v in values.items()
+                     if v is not None}
+    return found
 
 
 def load_sampler_cost(path, params):
@@ -453,17 +486,19 @@ def load_sampler_cost(path, params):
     if not os.path.exists(path):
         return None
     with open(path) as f:
-        found = SAMPLER_COST.findall(f.read())
-    if not found:
+        cost = parse_sampler_cost(f.read())
+    if cost is None:
         return None
-    ticks, wall, cpu, pct, slow_cgroups, vmstat = found[-1]
     interval = params.get("SAMPLE_MS")
     slow = params.get("SAMPLE_SLOW_MS", interval)
+    wall = cost["wall_s"]
+    pct = cost.get("cpu_pct_of_one", round(100 * cost["cpu_s"] / wall, 2) if wall > 0 else 0.0)
     return {"interval_ms": int(interval) if interval else None,
-            "slow_interval_ms": int(slow) if slow else None, "ticks": int(ticks),
-            "wall_s": float(wall), "cpu_s": float(cpu), "cpu_pct_of_one": float(pct),
-            "slow_cgroups": int(slow_cgroups) if slow_cgroups else None,
-            "vmstat_slow": vmstat == "slow" if vmstat else None}
+            "slow_interval_ms": int(slow) if slow else None, "ticks": cost["ticks"],
+            "wall_s": wall, "cpu_s": cost["cpu_s"],
+            "cpu_pct_of_one": pct,
+            "slow_cgroups": cost.get("slow_cgroups"),
+            "vmstat_slow": cost["vmstat"] == "slow" if "vmstat" in cost else None}
 
 
 def load_sampler_configs(path):
@@ -477,14 +512,14 @@ def load_sampler_configs(path):
     configs = {}
     with open(path, newline="") as f:
         for lineno, r in enumerate(csv.DictReader(f), start=2):
-            m = SAMPLER_COST.search(r.get("exit_line") or "")
+            cost = parse_sampler_cost(r.get("exit_line") or "")
             try:
                 rows = int(r["rows"])
             except (KeyError, TypeError, ValueError):
-                m = None
-            if not m:
+                cost = None
+            if not cost:
                 raise RunError(f"{path}:{lineno}: not a sampler-cost row")
-            ticks, wall, cpu = int(m.group(1)), float(m.group(2)), float(m.group(3))
+            ticks, wall, cpu = cost["ticks"], cost["wall_s"], cost["cpu_s"]
             if ticks <= 0 or wall <= 0:
                 raise RunError(f"{path}:{lineno}: no ticks or no time")
             c = configs.setdefault(r["config"], {"args": r["args"], "pct": [],

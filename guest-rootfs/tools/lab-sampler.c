@@ -198,10 +198,14 @@ static double now_s(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* The sampler's own cost: CPU seconds per second of wall time. */
+/*
+ * The sampler's own cost, CPU seconds per second of wall time, as one
+ * line of key=value words after "lab-sampler: cost " (the analysis reads
+ * it by key: memcg_lab.run.parse_sampler_cost).
+ */
 static void report_cpu(unsigned long ticks, unsigned long missed, double start_s)
 {
-	double wall = now_s() - start_s, cpu;
+	double wall = now_s() - start_s, user, system;
 	struct rusage ru;
 	int i, slow = 0;
 
@@ -212,15 +216,12 @@ static void report_cpu(unsigned long ticks, unsigned long missed, double start_s
 		fprintf(stderr, "lab-sampler: getrusage: %s\n", strerror(errno));
 		return;
 	}
-	cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	      ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+	system = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 	fprintf(stderr,
-		"lab-sampler: %lu ticks in %.1f s, cpu %.3f s (user %.3f, system %.3f), %.2f%% of one CPU, %lu ticks missed, %d of %d cgroups slow, vmstat %s\n",
-		ticks, wall, cpu,
-		ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-		ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
-		wall > 0 ? 100.0 * cpu / wall : 0.0, missed, slow, nr_cgroups,
-		vmstat_slow ? "slow" : "fast");
+		"lab-sampler: cost ticks=%lu wall_s=%.3f cpu_s=%.3f user_s=%.3f system_s=%.3f ticks_missed=%lu slow_cgroups=%d cgroups=%d vmstat=%s\n",
+		ticks, wall, user + system, user, system, missed, slow,
+		nr_cgroups, vmstat_slow ? "slow" : "fast");
 }
 
 static void timespec_add_ms(struct timespec *ts, long ms)

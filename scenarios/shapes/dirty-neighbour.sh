@@ -61,6 +61,9 @@ ramp_until_pinned() {
 	say "pinned: $(memcg_stat_mb shmem "$1")M of tmpfs in $1"
 }
 
+# The configurations' names; each is a branch of measure_sampler_configs'
+# case, described above it.  (sampler-cost.scenario's default lists them
+# all: a choice, as its length sets the run's length there.)
 sampler_cost_known="all-fast slow-files slow-parents slow-parents-tmpfs slow-vmstat vmstat-only all-slow"
 # Before minutes of setup, not when a bad name's turn comes.
 check_sampler_configs() {
@@ -76,7 +79,7 @@ check_sampler_configs() {
 # run's own sampler reads (PARENT, then leaves), the order rotated every
 # round so that drift in the load is shared out.  A row per run in
 # sampler-cost.csv with the sampler's exit line, which the analysis
-# parses (run.SAMPLER_COST), as sampler.log's.  Each writes its rows
+# parses (run.parse_sampler_cost), as sampler.log's.  Each writes its rows
 # where the run's sampler does (writing them is part of the cost); only
 # their count is kept.
 #   all-fast      every file of every cgroup at SAMPLER_COST_MS
@@ -128,7 +131,7 @@ measure_sampler_configs() {
 			wait "$pid" || die "lab-sampler ($cfg) failed: $(tail -n 3 "$log")"
 			rows=$(($(wc -l <"$csv") - 1))
 			rm -f "$csv"
-			line=$(grep '^lab-sampler: [0-9]* ticks in' "$log") || die "$log: no exit line"
+			line=$(grep '^lab-sampler: cost ' "$log") || die "$log: no exit line"
 			echo "$round,$cfg,${args[*]},$rows,\"$line\"" >>"$out_dir/sampler-cost.csv"
 			cat "$log" >>"$out_dir/sampler-cost.log"
 			rm -f "$log"

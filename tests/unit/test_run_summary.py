@@ -219,7 +219,20 @@ def test_parked_folios_count_in_the_file_lru(tmp_path):
     assert pre["writeback_of_inactive_median"] == pytest.approx(1.0)
 
 
-def test_sampler_cost_is_read_from_its_exit_line(tmp_path):
+def test_sampler_cost_is_read_from_its_key_value_exit_line(tmp_path):
+    write_run(tmp_path, dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 90, 10, 90),
+              [("neighbour", 10, 11)], params="SAMPLE_MS=100\nSAMPLE_SLOW_MS=1000\n")
+    (tmp_path / "sampler.log").write_text(
+        "lab-sampler: /sys/fs/cgroup/x: No such file or directory\n"
+        "lab-sampler: cost ticks=1200 wall_s=120.400 cpu_s=0.950 user_s=0.210 system_s=0.740"
+        " ticks_missed=3 slow_cgroups=2 cgroups=4 vmstat=slow\n")
+    s = run.summarise(tmp_path)
+    assert s["sampler"] == {"interval_ms": 100, "slow_interval_ms": 1000, "ticks": 1200,
+                            "wall_s": 120.4, "cpu_s": 0.95, "cpu_pct_of_one": 0.79,
+                            "slow_cgroups": 2, "vmstat_slow": True}
+
+
+def test_sampler_cost_is_read_from_the_sentence_of_older_runs(tmp_path):
     write_run(tmp_path, dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 90, 10, 90),
               [("neighbour", 10, 11)], params="SAMPLE_MS=100\n")
     (tmp_path / "sampler.log").write_text(
@@ -300,6 +313,11 @@ SAMPLER_COST_HEADER = "round,config,args,rows,exit_line\n"
 
 
 def exit_line(ticks, wall, cpu):
+    return (f'"lab-sampler: cost ticks={ticks} wall_s={wall} cpu_s={cpu} user_s=0.1 system_s=0.1'
+            f' ticks_missed=0 slow_cgroups=0 cgroups=4 vmstat=fast"')
+
+
+def old_exit_line(ticks, wall, cpu):
     return (f'"lab-sampler: {ticks} ticks in {wall} s, cpu {cpu} s (user 0.1, system 0.1),'
             f' 1.00% of one CPU, 0 ticks missed, 0 of 4 cgroups slow, vmstat fast"')
 
@@ -311,7 +329,7 @@ def test_sampler_configs_are_summarised_against_the_first(tmp_path):
         SAMPLER_COST_HEADER
         + f"1,all-fast,-i 100,30000,{exit_line(300, 30.0, 1.2)}\n"
         + f"1,all-slow,-i 1000,3000,{exit_line(30, 30.0, 0.15)}\n"
-        + f"2,all-slow,-i 1000,3000,{exit_line(30, 30.0, 0.09)}\n"
+        + f"2,all-slow,-i 1000,3000,{old_exit_line(30, 30.0, 0.09)}\n"
         + f"2,all-fast,-i 100,30000,{exit_line(300, 30.0, 0.6)}\n")
     s = run.summarise(tmp_path)
     fast, slow = s["sampler_configs"]["all-fast"], s["sampler_configs"]["all-slow"]

@@ -2,12 +2,13 @@
 cgroup tree laid out in a temporary folder (the -r option)."""
 import csv
 import os
-import re
 import signal
 import subprocess
 import time
 
 import pytest
+
+from memcg_lab import run
 
 TOOLS = os.environ.get("LAB_TOOLS", os.path.join(os.path.dirname(__file__), "../../build/tools"))
 SAMPLER = os.path.join(TOOLS, "lab-sampler")
@@ -89,24 +90,26 @@ def test_sampler_skips_the_ticks_it_missed_instead_of_catching_up(tmp_path):
     assert p.returncode == 0, err
     times = sorted({float(r[0]) for r in rows(out)[1:]})
     assert min(b - a for a, b in zip(times, times[1:])) >= 0.025
-    m = re.search(r"of one CPU, (\d+) ticks missed", err)
-    assert m, err
-    assert int(m.group(1)) >= 5
+    cost = run.parse_sampler_cost(err)
+    assert cost, err
+    assert cost["ticks_missed"] >= 5
 
 
 def test_sampler_reports_its_own_cpu_time_at_exit(tmp_path):
     make_cgroup(tmp_path, "a")
     rc, out, err = run_sampler(["-i", "50", "-r", str(tmp_path), "a"], seconds=0.6)
     assert rc == 0, err
-    m = re.search(r"lab-sampler: (\d+) ticks in ([\d.]+) s, cpu ([\d.]+) s "
-                  r"\(user ([\d.]+), system ([\d.]+)\), ([\d.]+)% of one CPU", err)
-    assert m, err
-    ticks, wall, cpu, user, system, pct = (float(g) for g in m.groups())
-    assert ticks == len({r[0] for r in rows(out)[1:]})
-    assert 0.4 < wall < 5
-    # printed to 3 and 2 decimals: allow for the rounding
-    assert cpu == pytest.approx(user + system, abs=0.0011)
-    assert pct == pytest.approx(100 * cpu / wall, abs=100 * 0.0006 / wall + 0.006)
+    # One line of key=value words, each key once, read by the analysis.
+    line = [x for x in err.splitlines() if x.startswith(run.SAMPLER_COST_PREFIX)]
+    assert len(line) == 1, err
+    keys = [w.split("=", 1)[0] for w in line[0][len(run.SAMPLER_COST_PREFIX):].split()]
+    assert keys == list(run.SAMPLER_COST_KEYS)
+    cost = run.parse_sampler_cost(err)
+    assert cost["ticks"] == len({r[0] for r in rows(out)[1:]})
+    assert 0.4 < cost["wall_s"] < 5
+    # printed to 3 decimals: allow for the rounding
+    assert cost["cpu_s"] == pytest.approx(cost["user_s"] + cost["system_s"], abs=0.0011)
+    assert (cost["slow_cgroups"], cost["cgroups"], cost["vmstat"]) == (0, 1, "fast")
 
 
 def test_sampler_reports_an_absent_cgroup_once_and_keeps_going(tmp_path):
@@ -255,8 +258,7 @@ def test_the_first_and_the_stop_tick_read_the_slow_files(tmp_path):
     assert with_slow == [0, len(ticks) - 1]
     assert all(fast_keys(keys) == fast_keys(ticks[0][1]) for _, keys in ticks)
     # The stop's tick is counted in the exit line, at a time of its own.
-    m = re.search(r"lab-sampler: (\d+) ticks in", err)
-    assert m and int(m.group(1)) == len(ticks)
+    assert run.parse_sampler_cost(err)["ticks"] == len(ticks)
     assert ticks[-1][0] > ticks[-2][0]
 
 
@@ -327,7 +329,7 @@ def test_v_reads_vmstat_only_on_slow_ticks(tmp_path):
     assert len(leaf) >= 8
     assert vmstat == slow and set(vmstat) < set(leaf)
     assert vmstat[0] == leaf[0] and vmstat[-1] == leaf[-1]
-    assert "vmstat slow" in err
+    assert run.parse_sampler_cost(err)["vmstat"] == "slow"
 
 
 def test_rows_are_written_on_the_slow_ticks_and_at_stop(tmp_path):
@@ -340,8 +342,7 @@ def test_rows_are_written_on_the_slow_ticks_and_at_stop(tmp_path):
     _, err = p.communicate(timeout=5)
     assert p.returncode == 0, err
     ticks = ticks_in_order(out.read_text())
-    m = re.search(r"lab-sampler: (\d+) ticks in", err)
-    assert len(ticks) >= 5 and m and int(m.group(1)) == len(ticks)
+    assert len(ticks) >= 5 and run.parse_sampler_cost(err)["ticks"] == len(ticks)
 
 
 def test_sampler_keeps_the_lines_it_can_parse(tmp_path):
