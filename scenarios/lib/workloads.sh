@@ -11,12 +11,10 @@
 #                         of memory.stat KEY, or RAMP_MAX_S
 #   ramp_until_writeback CG...  the ramp until RAMP_WRITEBACK_MB under
 #                         writeback
-#   run_neighbour_phase CG [PROP...]  the neighbour's measured phase,
-#                         heartbeats of CG
-#   start_neighbour_phase [PROP...]  its first half: the phase begins,
-#                         attribution and the neighbour start
-#   finish_neighbour_phase CG  its second half: the phase ends on time,
-#                         attribution stops, the neighbour's tail
+#   start_neighbour_phase [PROP...]  the neighbour's measured phase
+#                         begins: attribution and the neighbour start
+#   finish_neighbour_phase CG  it ends on time, heartbeats of CG until
+#                         then: attribution stops, the neighbour's tail
 #   wait_with_heartbeat PID WHAT  wait for a background job, a console
 #                         line every 30 s; its status, waited_s
 
@@ -53,14 +51,7 @@ ramp_until_writeback() {
 }
 
 # The neighbour's phase: buffered reads on the fast disk and the fault
-# latency probe, in neighbour.scope; heartbeats show cgroup $1.
-run_neighbour_phase() {
-	local watch=$1
-	shift
-	start_neighbour_phase "$@"
-	finish_neighbour_phase "$watch"
-}
-
+# latency probe, in neighbour.scope.
 start_neighbour_phase() {
 	phase_begin neighbour measured
 	start_attribution

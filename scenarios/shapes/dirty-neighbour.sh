@@ -6,36 +6,53 @@
 # the lab slice; the scenario's limits decide who reclaims: the parent
 # (PARENT_MAX_MB), the dirtier itself (DIRTIER_MAX_MB) or the whole
 # machine (neither).
+# With NR_DIRTIERS (the dirty-many scenario), that many dirtiers, each
+# in its own scope (dirtier-1 ...) overwriting its own file; the
+# heartbeat shows the first.  Without it, one, named dirtier.
 # With SAMPLER_COST_CONFIGS (the sampler-cost scenario), the neighbour
 # phase also measures lab-sampler's own cost (measure_sampler_configs).
 # With PIN_MB (the pinned-floor scenario) the "dirtier" writes nothing:
 # it holds PIN_MB of tmpfs, memory reclaim cannot take without swap, in
 # place of the writeback a real dirtier holds (start_pinned_dirtier).
 shape_dirty_neighbour() {
-	local cg nb dirtier_props=()
+	local nb i names=(dirtier) cgs=() dirtier_props=()
 	[ -z "${SAMPLER_COST_CONFIGS:-}" ] || check_sampler_configs
-	cg=$(cg_of dirtier)
+	if [ -n "${NR_DIRTIERS:-}" ]; then
+		[[ $NR_DIRTIERS =~ ^[1-9][0-9]*$ ]] || die "NR_DIRTIERS=$NR_DIRTIERS is not a positive number"
+		[ -z "${PIN_MB:-}" ] || die "PIN_MB holds one pinned dirtier; NR_DIRTIERS=$NR_DIRTIERS asks for several"
+		names=()
+		for i in $(seq "$NR_DIRTIERS"); do
+			names+=("dirtier-$i")
+		done
+	fi
+	for i in "${names[@]}"; do
+		cgs+=("$(cg_of "$i")")
+	done
 	nb=$(cg_of neighbour)
-	prepare_disks "$([ -n "${PIN_MB:-}" ] && echo 0 || echo 1)"
+	prepare_disks "$([ -n "${PIN_MB:-}" ] && echo 0 || echo "${#names[@]}")"
 	[ -n "${PARENT_MAX_MB:-}" ] && set_parent_limit "$PARENT_MAX_MB"
 	[ -n "${DIRTIER_MAX_MB:-}" ] && dirtier_props=(MemoryMax="${DIRTIER_MAX_MB}M")
-	start_sampler "$slice" "$cg" "$nb"
+	start_sampler "$slice" "${cgs[@]}" "$nb"
 	if [ -n "${PIN_MB:-}" ]; then
 		start_pinned_dirtier dirtier "${dirtier_props[@]}"
-		ramp_until_pinned "$cg"
+		ramp_until_pinned "${cgs[0]}"
 	else
-		start_dirtier dirtier /mnt/stick/dirty-1.dat "${DIRTIER_JOB:-dirtier.fio}" \
-			"${dirtier_props[@]}"
-		ramp_until_writeback "$cg"
+		for i in "${!names[@]}"; do
+			start_dirtier "${names[i]}" "/mnt/stick/dirty-$((i + 1)).dat" \
+				"${DIRTIER_JOB:-dirtier.fio}" "${dirtier_props[@]}"
+		done
+		ramp_until_writeback "${cgs[@]}"
 	fi
 	start_neighbour_phase
-	[ -z "${SAMPLER_COST_CONFIGS:-}" ] || measure_sampler_configs "$slice" "$cg" "$nb"
+	[ -z "${SAMPLER_COST_CONFIGS:-}" ] || measure_sampler_configs "$slice" "${cgs[@]}" "$nb"
 	[ -z "${STICK_STUCK_AFTER_S:-}" ] || stick_stuck_after "$STICK_STUCK_AFTER_S"
-	finish_neighbour_phase "$cg"
+	finish_neighbour_phase "${cgs[0]}"
 	# Unstuck, so that the dirtier can stop.
 	stick_unstick
 	# dd and sleep were started in the background: SIGINT is ignored.
-	stop_scope dirtier "$([ -n "${PIN_MB:-}" ] && echo SIGTERM || echo SIGINT)"
+	for i in "${names[@]}"; do
+		stop_scope "$i" "$([ -n "${PIN_MB:-}" ] && echo SIGTERM || echo SIGINT)"
+	done
 	stop_sampler
 }
 
