@@ -267,13 +267,13 @@ class Run:
 
     def probe_latencies(self, window=None):
         """The probe's bursts; with window (start_s, end_s), those that
-        started in it (run.load_probe_latencies)."""
-        path = self.file("probe-latency.csv")
-        if not os.path.exists(path):
-            return pd.DataFrame(columns=["start_s", "latency_us"])
-        df = pd.read_csv(path)
-        if window is not None:
-            df = df[(df["start_s"] >= window[0]) & (df["start_s"] < window[1])]
+        started in it (run.load_probe_bursts)."""
+        start, end = window if window is not None else (None, None)
+        bursts = run.load_probe_bursts(self.file("probe-latency.csv"), start, end)
+        df = pd.DataFrame(bursts, columns=["start_s", "latency_us"])
+        # Whole microseconds, as lab-mmap-probe writes them.
+        if (df["latency_us"] % 1 == 0).all():
+            df["latency_us"] = df["latency_us"].astype("int64")
         return df
 
     def fio(self):

@@ -425,15 +425,21 @@ def percentile(values, q):
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
-def load_probe_latencies(path, start=None, end=None):
-    """The probe's burst latencies (us); with a window, only the bursts
-    that started in it (the measured phase ends at NEIGHBOUR_S, and a
-    burst begun after it belongs to the tail)."""
+def load_probe_bursts(path, start=None, end=None):
+    """The probe's bursts (probe-latency.csv) as (start_s, latency_us);
+    with a window, only the bursts that started in it (the measured
+    phase ends at NEIGHBOUR_S, and a burst begun after it belongs to the
+    tail).  [] without the file."""
     if not os.path.exists(path):
         return []
     with open(path, newline="") as f:
-        return [float(r["latency_us"]) for r in csv.DictReader(f)
-                if start is None or start <= float(r["start_s"]) < end]
+        bursts = [(float(r["start_s"]), float(r["latency_us"])) for r in csv.DictReader(f)]
+    return [b for b in bursts if start is None or start <= b[0] < end]
+
+
+def load_probe_latencies(path, start=None, end=None):
+    """The latencies (us) of load_probe_bursts."""
+    return [latency for _, latency in load_probe_bursts(path, start, end)]
 
 
 # The sampler's exit line (guest-rootfs/tools/lab-sampler.c, report_cpu):
