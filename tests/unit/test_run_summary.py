@@ -219,32 +219,28 @@ def test_parked_folios_count_in_the_file_lru(tmp_path):
     assert pre["writeback_of_inactive_median"] == pytest.approx(1.0)
 
 
-def test_sampler_cost_is_read_from_its_key_value_exit_line(tmp_path):
+@pytest.mark.parametrize("params, line, slow_ms, slow_cgroups, vmstat_slow", [
+    # today's key=value line
+    ("SAMPLE_MS=100\nSAMPLE_SLOW_MS=1000\n",
+     "lab-sampler: cost ticks=1200 wall_s=120.400 cpu_s=0.950 user_s=0.210 system_s=0.740"
+     " ticks_missed=3 slow_cgroups=2 cgroups=4 vmstat=slow", 1000, 2, True),
+    # the sentence of a run from before SAMPLE_SLOW_MS, which read every
+    # file at SAMPLE_MS
+    ("SAMPLE_MS=100\n",
+     "lab-sampler: 1200 ticks in 120.4 s, cpu 0.950 s (user 0.210, system 0.740),"
+     " 0.79% of one CPU", 100, None, None),
+])
+def test_sampler_cost_is_read_from_its_exit_line(tmp_path, params, line, slow_ms, slow_cgroups,
+                                                  vmstat_slow):
     write_run(tmp_path, dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 90, 10, 90),
-              [("neighbour", 10, 11)], params="SAMPLE_MS=100\nSAMPLE_SLOW_MS=1000\n")
+              [("neighbour", 10, 11)], params=params)
     (tmp_path / "sampler.log").write_text(
-        "lab-sampler: /sys/fs/cgroup/x: No such file or directory\n"
-        "lab-sampler: cost ticks=1200 wall_s=120.400 cpu_s=0.950 user_s=0.210 system_s=0.740"
-        " ticks_missed=3 slow_cgroups=2 cgroups=4 vmstat=slow\n")
+        f"lab-sampler: /sys/fs/cgroup/x: No such file or directory\n{line}\n")
     s = run.summarise(tmp_path)
-    assert s["sampler"] == {"interval_ms": 100, "slow_interval_ms": 1000, "ticks": 1200,
+    assert s["sampler"] == {"interval_ms": 100, "slow_interval_ms": slow_ms, "ticks": 1200,
                             "wall_s": 120.4, "cpu_s": 0.95, "cpu_pct_of_one": 0.79,
-                            "slow_cgroups": 2, "vmstat_slow": True}
-
-
-def test_sampler_cost_is_read_from_the_sentence_of_older_runs(tmp_path):
-    write_run(tmp_path, dirtier_lru(10, 90, 10, 90) + dirtier_lru(11, 90, 10, 90),
-              [("neighbour", 10, 11)], params="SAMPLE_MS=100\n")
-    (tmp_path / "sampler.log").write_text(
-        "lab-sampler: /sys/fs/cgroup/x: No such file or directory\n"
-        "lab-sampler: 1200 ticks in 120.4 s, cpu 0.950 s (user 0.210, system 0.740),"
-        " 0.79% of one CPU\n")
-    s = run.summarise(tmp_path)
-    # a run from before SAMPLE_SLOW_MS read every file at SAMPLE_MS
-    assert s["sampler"] == {"interval_ms": 100, "slow_interval_ms": 100, "ticks": 1200,
-                            "wall_s": 120.4, "cpu_s": 0.95, "cpu_pct_of_one": 0.79,
-                            "slow_cgroups": None, "vmstat_slow": None}
-    assert "sampler cost: 0.79% of one CPU at 100 ms (1200 ticks" in run.format_summary(s)
+                            "slow_cgroups": slow_cgroups, "vmstat_slow": vmstat_slow}
+    assert "sampler cost: 0.79% of one CPU at 100 ms" in run.format_summary(s)
 
 
 @pytest.mark.parametrize("tail, slow_cgroups, vmstat_slow, at", [
