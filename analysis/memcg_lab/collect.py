@@ -16,7 +16,7 @@ import re
 
 import pandas as pd
 
-from memcg_lab import arms_table, load, metrics, run, validate
+from memcg_lab import arms_table, load, metrics, proactive, run, validate, writeback_cp
 
 KEY_COLUMNS = ["scenario", "arm", "run"]
 
@@ -25,8 +25,8 @@ KEY_COLUMNS = ["scenario", "arm", "run"]
 OPTIONAL_TABLES = {
     "attribution": load.ATTRIBUTION_COLUMNS,
     "probe_histogram": load.HISTOGRAM_COLUMNS,
-    "proactive": load.PROACTIVE_COLUMNS,
-    "writeback_cp": ["iteration"] + load.ALLOC_KEYS,
+    "proactive": proactive.COLUMNS,
+    "writeback_cp": ["iteration"] + writeback_cp.ALLOC_KEYS,
     "fio_bins": load.FIO_BIN_COLUMNS,
 }
 

@@ -6,7 +6,6 @@ as claimed by lab/run-scenario.sh; folders from before the kernel axis
 are <UTC timestamp>-<arm>[.N].  Loading never judges a run; validate.py
 does.
 """
-import csv
 import json
 import math
 import os
@@ -14,7 +13,7 @@ import re
 
 import pandas as pd
 
-from memcg_lab import arms_table, run
+from memcg_lab import arms_table, proactive, run, writeback_cp
 
 # The arm is the name's last dash-separated part (arms have no dash);
 # a kernel label may hold dashes and dots (pristine-6.1).
@@ -27,15 +26,6 @@ DEFAULT_KERNEL = "lab"
 ATTRIBUTION_COLUMNS = ["reclaimer_cgroup", "scanned_cgroup", "nr_scanned",
                        "nr_reclaimed", "reclaim_ns"]
 HISTOGRAM_COLUMNS = ["bucket_lo_us", "bucket_hi_us", "count"]
-PROACTIVE_COLUMNS = ["call", "duration_ns", "result", "pgscan", "pgsteal"]
-# lab-alloc's keys (guest-rootfs/tools/lab-alloc.c), the first columns of
-# writeback-cp.csv after "iteration"; the vmstat deltas the scenario adds
-# after them repeat some (compact_*, thp_fault_*) over a wider window.
-ALLOC_KEYS = ["size_mib", "madv_hugepage", "elapsed_s", "user_s", "sys_s", "anon_huge_kb",
-              "thp_fault_alloc", "thp_fault_fallback", "compact_stall", "compact_success",
-              "compact_fail"]
-# What lab-alloc and the scenario write for a counter the kernel lacks.
-NOT_AVAILABLE = {"not available", "na"}
 
 
 def find_runs(results):
@@ -148,52 +138,6 @@ def load_probe_histogram(path):
     return df
 
 
-def load_proactive(path):
-    """proactive.csv (a row per memory.reclaim write), or None without it."""
-    df = read_table(path, PROACTIVE_COLUMNS)
-    if df is None:
-        return None
-    numeric = ["call", "duration_ns", "pgscan", "pgsteal"]
-    if not all(pd.api.types.is_numeric_dtype(df[c]) for c in numeric) or df[numeric].isna().any().any():
-        raise run.RunError(f"{path}: {', '.join(numeric)} must be numbers")
-    return df[PROACTIVE_COLUMNS].astype({"result": str})
-
-
-def writeback_cp_names(header, path):
-    """writeback-cp.csv's header as unique names: "iteration", lab-alloc's
-    keys, and the scenario's vmstat deltas as "vmstat.<key>" (so its
-    compact_stall is vmstat.compact_stall, lab-alloc's compact_stall)."""
-    names = []
-    for name in header:
-        if name != "iteration" and (name not in ALLOC_KEYS or name in names):
-            name = "vmstat." + name
-        if name in names:
-            raise run.RunError(f"{path}: column {name} twice")
-        names.append(name)
-    if "iteration" not in names:
-        raise run.RunError(f"{path}: no iteration column")
-    return names
-
-
-def load_writeback_cp(path):
-    """writeback-cp.csv (a row per alloc iteration), or None without it;
-    a counter the kernel lacks is NaN."""
-    if not os.path.exists(path):
-        return None
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
-        names = writeback_cp_names(next(reader, []), path)
-        rows = []
-        for lineno, row in enumerate(reader, start=2):
-            if len(row) != len(names):
-                raise run.RunError(f"{path}:{lineno}: expected {len(names)} fields, got {len(row)}")
-            try:
-                rows.append([math.nan if v in NOT_AVAILABLE else float(v) for v in row])
-            except ValueError as e:
-                raise run.RunError(f"{path}:{lineno}: {e}") from None
-    return pd.DataFrame(rows, columns=names)
-
-
 def load_attribution(path):
     """attribution.csv from the tracefs reader, or None without it."""
     df = read_table(path, ATTRIBUTION_COLUMNS)
@@ -303,13 +247,13 @@ class Run:
         return load_probe_histogram(self.file("probe-histogram.csv"))
 
     def proactive(self):
-        return load_proactive(self.file("proactive.csv"))
+        return proactive.read(self.file("proactive.csv"))
 
     def writeback_cp(self):
         """writeback-cp.csv with, per iteration, the seconds reclaim slept
         in reclaim_throttle() by reason ("throttle.<reason>_s"), over the
         iteration's phase (copy and alloc); NaN without the hist."""
-        df = load_writeback_cp(self.file("writeback-cp.csv"))
+        df = writeback_cp.read(self.file("writeback-cp.csv"))
         if df is None:
             return None
         path = self.file("reclaim-throttle.csv")

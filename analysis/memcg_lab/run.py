@@ -17,6 +17,8 @@ import os
 import re
 from collections import namedtuple
 
+from memcg_lab import sampler_cost, toggle_cost
+
 # The roles a cgroup plays in a run, the words of cgroups.csv's role
 # column: the lab parent, the dirtiers, the neighbour, and members only
 # some shapes make (writeback-cp's copiers, the allocators of
@@ -507,46 +509,6 @@ def load_sampler_cost(path, params):
             "vmstat_slow": cost["vmstat"] == "slow" if "vmstat" in cost else None}
 
 
-def load_sampler_configs(path):
-    """sampler-cost.csv (the sampler-cost scenario: a row per sampler run,
-    with its exit line as in sampler.log)
-    per configuration, in file order: runs, CPU as % of one CPU (median,
-    min, max), ms of CPU per tick and rows per tick (medians), and the
-    median % against the first configuration's.  None without the file."""
-    if not os.path.exists(path):
-        return None
-    configs = {}
-    with open(path, newline="") as f:
-        for lineno, r in enumerate(csv.DictReader(f), start=2):
-            cost = parse_sampler_cost(r.get("exit_line") or "")
-            try:
-                rows = int(r["rows"])
-            except (KeyError, TypeError, ValueError):
-                cost = None
-            if not cost:
-                raise RunError(f"{path}:{lineno}: not a sampler-cost row")
-            ticks, wall, cpu = cost["ticks"], cost["wall_s"], cost["cpu_s"]
-            if ticks <= 0 or wall <= 0:
-                raise RunError(f"{path}:{lineno}: no ticks or no time")
-            c = configs.setdefault(r["config"], {"args": r["args"], "pct": [],
-                                                 "ms_per_tick": [], "rows_per_tick": []})
-            c["pct"].append(100 * cpu / wall)
-            c["ms_per_tick"].append(1000 * cpu / ticks)
-            c["rows_per_tick"].append(rows / ticks)
-    if not configs:
-        raise RunError(f"{path}: no rows")
-    out, first = {}, None
-    for name, c in configs.items():
-        pct = percentile(c["pct"], 50)
-        first = pct if first is None else first
-        out[name] = {"args": c["args"], "runs": len(c["pct"]), "cpu_pct_median": pct,
-                     "cpu_pct_min": min(c["pct"]), "cpu_pct_max": max(c["pct"]),
-                     "ms_per_tick_median": percentile(c["ms_per_tick"], 50),
-                     "rows_per_tick_median": percentile(c["rows_per_tick"], 50),
-                     "of_first": pct / first if first else None}
-    return out
-
-
 # mm_vmscan_throttled's reasons; "parked" is series v2's OOM-edge wait
 # for parked writeback (VMSCAN_THROTTLE_PARKED).
 THROTTLE_REASONS = ["writeback", "congested", "noprogress", "isolated", "parked"]
@@ -703,35 +665,6 @@ def load_attribution_coverage(csv_path, rows):
     return out
 
 
-def load_toggle_cost(path):
-    """tracepoint-toggle's attribution benchmark (toggle-cost.csv: the
-    dirtier's pgscan and system CPU at each switch of lab-reclaim-attrib):
-    per kind of window ("on", "off") the pages scanned, the system CPU and
-    the CPU per 1000 pages, and on/off, the tool's cost to the reclaimer
-    as a ratio in one run; None without the file."""
-    if not os.path.exists(path):
-        return None
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    sums = {"on": [0, 0], "off": [0, 0]}
-    for a, b in zip(rows, rows[1:]):
-        try:
-            pages = int(b["pgscan"]) - int(a["pgscan"])
-            usec = int(b["system_usec"]) - int(a["system_usec"])
-        except (KeyError, ValueError) as e:
-            raise RunError(f"{path}: bad row: {e}") from None
-        window = sums.setdefault(a["next_window"], [0, 0])
-        window[0] += pages
-        window[1] += usec
-    out = {}
-    for name, (pages, usec) in sums.items():
-        out[name] = {"pages": pages, "system_s": usec / 1e6,
-                     "us_per_1000_pages": usec / pages * 1000 if pages else None}
-    on, off = out["on"]["us_per_1000_pages"], out["off"]["us_per_1000_pages"]
-    out["on_over_off"] = on / off if on is not None and off else None
-    return out
-
-
 def sampler_intervals(interval, slow, slow_cgroups=None, vmstat_slow=None):
     """'100 ms', or '100 ms (slow files 1000 ms)' when they differ, and
     '(slow files, 2 cgroup(s), /proc/vmstat 1000 ms)' with cgroups and
@@ -865,8 +798,8 @@ def summarise(run_dir):
     if locks is not None:
         summary["lock_contention"] = locks
     # The files only some runs have: summary key, loader, file.
-    for key, loader, name in (("sampler_configs", load_sampler_configs, "sampler-cost.csv"),
-                              ("attribution_cost", load_toggle_cost, "toggle-cost.csv")):
+    for key, loader, name in (("sampler_configs", sampler_cost.read, "sampler-cost.csv"),
+                              ("attribution_cost", toggle_cost.read, "toggle-cost.csv")):
         value = loader(os.path.join(run_dir, name))
         if value is not None:
             summary[key] = value

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from memcg_lab import collect, load, report, stats, tables
+from memcg_lab import collect, load, report, stats, tables, writeback_cp
 from test_analysis_collect import (FIXTURES, DEFAULT_RUN, WRITEBACK_CP, copy_run, reasons,
                                    report_texts)
 
@@ -148,7 +148,7 @@ def test_an_oom_killed_alloc_counts_and_keeps_its_iteration(results):
     p = results / WRITEBACK_CP
     lines = (p / "writeback-cp.csv").read_text().splitlines()
     header = lines[0].split(",")
-    alloc = set(load.ALLOC_KEYS)
+    alloc = set(writeback_cp.ALLOC_KEYS)
     rows = [lines[0] + ",oom_kill"]
     for n, line in enumerate(lines[1:], start=1):
         values = line.split(",")
