@@ -33,7 +33,8 @@ record_guest_provenance() {
 		echo "dpkg-query failed" >"$out_dir/rootfs-packages.txt"
 	{
 		echo "cgroup_fs=$(stat -fc %T "$cgroot")"
-		echo "lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
+		# MGLRU as booted; arm.txt has it as the arm left it.
+		echo "lru_gen_at_boot=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
 		echo "thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled)"
 		echo "cpus_online=$(nproc)"
 		# tsc, or jiffies (1 ms) when the TSC was dropped: see host_tsc_khz
