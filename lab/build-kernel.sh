@@ -387,6 +387,12 @@ register_build_folder() {
 		[ -f "$dir/$f" ] || die "--kbuild $dir has no $f"
 	done
 	check_needed_options "$dir/.config" "kernel $LABEL ($dir/.config)"
+	# The label's own folder, given as its build folder (a build kept
+	# under the cache, as kbuild-v2 was): already registered.
+	if [ "$(realpath -m "$OUT")" = "$dir" ]; then
+		log "kernel $LABEL: $OUT is already its build folder"
+		return 0
+	fi
 	if [ -e "$OUT" ] && [ ! -L "$OUT" ]; then
 		die "$OUT is a build folder of the lab's own: give $dir another label"
 	fi

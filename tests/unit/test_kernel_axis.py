@@ -224,6 +224,19 @@ def test_a_build_folder_is_registered_as_a_label_only_with_the_needed_options(tm
     assert p.returncode == 1 and "has no System.map" in p.stderr
 
 
+def test_a_label_s_own_build_folder_given_as_its_build_folder_is_kept(tmp_path):
+    # A build kept in the cache under its label (kbuild-v2), registered
+    # again: neither refused nor replaced by a link to itself.
+    own = fake_build_folder(tmp_path / "cache" / "kbuild-v2", full_config(tmp_path).read_text())
+    p = bash(f"./build-kernel.sh --label v2 --kbuild {own}", tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == str(own) and not os.path.islink(own)
+    assert "already its build folder" in p.stderr
+    other = fake_build_folder(tmp_path / "elsewhere", full_config(tmp_path).read_text())
+    p = bash(f"./build-kernel.sh --label v2 --kbuild {other}", tmp_path)
+    assert p.returncode == 1 and "is a build folder of the lab's own" in p.stderr
+
+
 def run_scenario(tmp_path, *args, env=None):
     return bash(" ".join(["./run-scenario.sh"] + list(args)), tmp_path, env)
 
