@@ -246,7 +246,7 @@ build_bzimage() {
 	jobs=$(($(nproc) + 1))
 	start=$EPOCHSECONDS
 	read -r total total_from < <(expected_objects)
-	log "building bzImage in $OUT (-j$jobs; a full build: ~$total objects, $total_from; log: $OUT/build.log)"
+	log "building bzImage in $OUT (-j$jobs; make compiles what changed, at most ~$total objects, $total_from; log: $OUT/build.log)"
 	# Fixed identity strings keep ccache hits and build ids reproducible.
 	export KBUILD_BUILD_USER=memcg-lab KBUILD_BUILD_HOST=lab
 	if builds_the_series; then
