@@ -40,8 +40,9 @@ METRICS = [
     Metric("throttled_parked_s", "Reclaim waited for parked writeback, all tasks", "s", "lower"),
     Metric("dirtier_throttled_parked_s", "Dirtier waited for parked writeback", "s", "lower"),
     Metric("nb_throttled_parked_s", "Neighbour waited for parked writeback", "s", "lower"),
-    # Per unit of the neighbour's work (MiB its reader read plus MiB its
-    # probe faulted): the runs of different arms do different amounts.
+    # Per unit of the neighbour's work (MiB its reader read in the phase
+    # plus MiB its probe faulted in bursts begun in it): the runs of
+    # different arms do different amounts.
     Metric("nb_work_mib", "Neighbour work (read + faulted)", "MiB", "higher"),
     Metric("nb_sys_ms_per_mib", "Neighbour system CPU per MiB of work", "ms/MiB", "lower"),
     # Its time in reclaim passes (lab-reclaim-attrib), throttle sleeps
@@ -124,7 +125,9 @@ def run_metrics(summary, fio, probe, cgroups):
     by_cgroup = (throttle.get("by_cgroup") or None) if isinstance(throttle, dict) else None
     by_reason_cgroup = ((throttle.get("by_reason_cgroup") or None)
                         if isinstance(throttle, dict) else None)
-    read_mib = fio_stat("neighbour-read", "read", "io_MiB")
+    # The reader's MiB in the phase; runs from before neighbour-io.txt
+    # have only fio's total, which counts the tail's reads too.
+    read_mib = summary.get("neighbour_read_mib", fio_stat("neighbour-read", "read", "io_MiB"))
     probe_mb = summary.get("probe_mb")
     work = None
     if read_mib is not None and probe_mb and lat is not None:

@@ -509,6 +509,20 @@ def load_sampler_cost(path, params):
             "vmstat_slow": cost["vmstat"] == "slow" if "vmstat" in cost else None}
 
 
+def load_neighbour_reads(path):
+    """MiB the neighbour's reader read in the measured phase
+    (neighbour-io.txt: its processes' rchar when the phase ended), or
+    None: without the file (runs from before it, whose reads are fio's
+    total, the tail's included) or when the neighbour was done by then
+    (fio's total is the phase's).  RunError for a value not a count."""
+    value = read_keyvalue(path).get("rchar_at_phase_end")
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise RunError(f"{path}: rchar_at_phase_end={value} is not a byte count")
+    return int(value) / (1 << 20)
+
+
 # mm_vmscan_throttled's reasons; "parked" is series v2's OOM-edge wait
 # for parked writeback (VMSCAN_THROTTLE_PARKED).
 THROTTLE_REASONS = ["writeback", "congested", "noprogress", "isolated", "parked"]
@@ -791,6 +805,9 @@ def summarise(run_dir):
     cost = load_sampler_cost(os.path.join(run_dir, "sampler.log"), params)
     if cost:
         summary["sampler"] = cost
+    read_mib = load_neighbour_reads(os.path.join(run_dir, "neighbour-io.txt"))
+    if read_mib is not None:
+        summary["neighbour_read_mib"] = read_mib
     throttle = load_reclaim_throttle(os.path.join(run_dir, "reclaim-throttle.csv"), name)
     if throttle is not None:
         summary["reclaim_throttle"] = throttle
@@ -877,6 +894,8 @@ def format_summary(s):
         p = s["probe_latency_us"]
         lines.append(f"neighbour fault latency (us): p50 {p['p50']:.0f} p90 {p['p90']:.0f}"
                      f" p99 {p['p99']:.0f} max {p['max']:.0f} (n={p['n']})")
+    if "neighbour_read_mib" in s:
+        lines.append(f"neighbour's reader read {s['neighbour_read_mib']:.1f} MiB in the phase")
     throttle = s.get("reclaim_throttle")
     if throttle == "not available":
         lines.append("reclaim_throttle() sleeps: not available on this kernel")

@@ -16,6 +16,8 @@
 #   memcg_stat CG KEY     memory.stat KEY of cgroup CG (v2 key names)
 #   memcg_stat_mb KEY CG...  the sum of KEY over the CGs, in MiB
 #   task_cgroup PID       the cgroup of task PID, "-" once it has exited
+#   member_rchar NAME     bytes the live processes of member NAME have
+#                         read through read(2) and its kin (rchar)
 # Private:
 #   choose_cgroup_mode    the hierarchy the guest booted with: cgroup_mode,
 #                         cgroot, slice
@@ -165,6 +167,18 @@ signal_member() {
 }
 
 scope_running() { kill -0 "${scope_pid[$1]}" 2>/dev/null; }
+
+# The sum of /proc/PID/io's rchar over member NAME's processes: what a
+# reader has read so far, page cache hits and misses alike, and none of
+# its page faults.  A process that exits meanwhile counts 0.
+member_rchar() {
+	local pid sum=0 n
+	while read -r pid; do
+		n=$(awk '$1 == "rchar:" { print $2 }' "/proc/$pid/io" 2>/dev/null) || n=0
+		sum=$((sum + ${n:-0}))
+	done <"$cgroot/$(cg_of "$1")/cgroup.procs"
+	echo "$sum"
+}
 
 # fio writes its JSON report on SIGINT, but a writer blocked behind a
 # deep queue of a slow disk may take long to notice: wait a bounded time,

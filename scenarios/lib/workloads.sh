@@ -78,6 +78,15 @@ finish_neighbour_phase() {
 	# The phase ends on time; the attribution tool's last read of its
 	# hists (seconds under TCG) comes after.
 	phase_end
+	# What the reader has read by the phase's end (its processes began
+	# with the phase): fio's own total also counts the tail, as fio's
+	# runtime starts once fio has started, up to 30 s into the phase
+	# under reclaim.  A neighbour done by then read it all in the phase.
+	if scope_running neighbour; then
+		echo "rchar_at_phase_end=$(member_rchar neighbour)"
+	else
+		echo "finished_in_phase=1"
+	fi >"$out_dir/neighbour-io.txt"
 	stop_attribution
 	if scope_running neighbour; then
 		phase_begin neighbour-tail

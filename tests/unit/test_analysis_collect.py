@@ -64,6 +64,29 @@ def test_fixture_tree_loads_into_tidy_tables():
     assert d.attribution.empty
 
 
+def test_the_neighbour_s_work_counts_what_its_reader_read_in_the_phase(tmp_path):
+    # The fixture predates neighbour-io.txt: its reads are fio's total,
+    # the tail's included.
+    p = copy_run(tmp_path, DEFAULT_RUN)
+    fio = collect.Dataset(tmp_path).fio
+    fio_mib = fio[(fio["job"] == "neighbour-read") & (fio["stat"] == "io_MiB")]["value_us"].iloc[0]
+
+    def work():
+        v = collect.Dataset(tmp_path).metrics.set_index("metric")["value"]
+        return v["nb_work_mib"], v["nb_sys_ms_per_mib"] * v["nb_work_mib"]
+
+    total, cpu_ms = work()
+    (p / "neighbour-io.txt").write_text(f"rchar_at_phase_end={10 << 20}\n")
+    in_phase, cpu_ms_now = work()
+    assert in_phase == pytest.approx(total - fio_mib + 10)
+    assert cpu_ms_now == pytest.approx(cpu_ms)
+    # A neighbour done before the phase's end read everything in it.
+    (p / "neighbour-io.txt").write_text("finished_in_phase=1\n")
+    assert work()[0] == pytest.approx(total)
+    (p / "neighbour-io.txt").write_text("rchar_at_phase_end=lots\n")
+    assert "not a byte count" in reasons(tmp_path)[DEFAULT_RUN]
+
+
 def metrics_with_throttle(tmp_path, run_dir, csv_text):
     """The metrics of the run at run_dir once it has this reclaim-throttle.csv."""
     (run_dir / "reclaim-throttle.csv").write_text(csv_text)

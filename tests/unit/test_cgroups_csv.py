@@ -194,3 +194,31 @@ def test_the_file_names_cgroups_the_old_names_do_not_know(tmp_path):
     r = load.Run(str(tmp_path))
     assert r.cgroups() == run.Cgroups("exp.slice", ["exp.slice/w.scope"], "exp.slice/r.scope")
     assert list(r.series(r.cgroups().dirtier, "memory.stat.pgscan")) == [0, 50, 120]
+
+
+def test_member_rchar_sums_what_the_member_s_processes_have_read(tmp_path):
+    # Two live readers in a member's cgroup.procs, and a pid that has
+    # exited (it counts 0, it is not an error).
+    data = tmp_path / "data"
+    data.write_bytes(b"x" * (3 << 20))
+    readers = [subprocess.Popen(["python3", "-c", f"open('{data}', 'rb').read({n << 20}); "
+                                 "import sys; sys.stdout.write('r\\n'); sys.stdout.flush(); "
+                                 "sys.stdin.read()"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+               for n in (1, 2)]
+    try:
+        for r in readers:
+            assert r.stdout.readline() == "r\n"
+        scope = tmp_path / "lab.slice" / "neighbour.scope"
+        scope.mkdir(parents=True)
+        gone = 2 ** 22 + 1     # above the largest pid_max: no such process
+        (scope / "cgroup.procs").write_text("".join(f"{r.pid}\n" for r in readers) + f"{gone}\n")
+        p = bash(f"source '{GUEST_RUN}' smoke default; cgroot={tmp_path}; cgroup_mode=v2; "
+                 "slice=lab.slice; member_rchar neighbour")
+        assert p.returncode == 0, p.stderr
+        # 3 MiB read, plus what the interpreter read starting up.
+        assert (3 << 20) <= int(p.stdout) < (3 << 20) + (8 << 20)
+    finally:
+        for r in readers:
+            r.kill()
+            r.wait()
