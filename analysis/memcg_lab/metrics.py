@@ -19,7 +19,10 @@ METRICS = [
     Metric("nb_psi_full_s", "Neighbour PSI full", "s", "lower"),
     Metric("nb_system_s", "Neighbour system CPU", "s", "lower"),
     Metric("nb_user_s", "Neighbour user CPU", "s", "lower"),
+    # Not comparable between MGLRU and the classic LRU (run.COUNTERS):
+    # major faults are.
     Metric("nb_refault_file", "Neighbour file refaults", "pages", "lower"),
+    Metric("nb_pgmajfault", "Neighbour major faults", "count", "lower"),
     Metric("probe_bursts", "Probe bursts completed", "count", "higher"),
     Metric("probe_mean_ms", "Probe fault latency mean", "ms", "lower"),
     Metric("nb_read_MiBps", "Neighbour read bandwidth", "MiB/s", "higher"),
@@ -162,6 +165,7 @@ def run_metrics(summary, fio, probe, cgroups):
         "nb_system_s": nb_sys,
         "nb_user_s": counter(nb, "cpu.stat.user_usec", 1e-6),
         "nb_refault_file": counter(nb, "memory.stat.workingset_refault_file"),
+        "nb_pgmajfault": counter(nb, "memory.stat.pgmajfault"),
         "probe_bursts": None if lat is None else float(len(lat)),
         "probe_mean_ms": None if lat is None else float(lat.mean()) / 1e3,
         "nb_read_MiBps": None if read_bw is None else read_bw / 1024,

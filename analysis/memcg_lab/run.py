@@ -65,6 +65,10 @@ COUNTERS = [
     ("neighbour", "memory.stat.pgscan"),
     ("neighbour", "memory.stat.pgsteal"),
     ("neighbour", "memory.stat.workingset_refault_file"),
+    # Major faults count the same under MGLRU and the classic LRU, where
+    # workingset_refault_file does not (lru_gen_refault() counts only a
+    # refault of the faulting memcg's own oldest generation).
+    ("neighbour", "memory.stat.pgmajfault"),
     ("dirtier", "memory.stat.pgscan"),
     ("dirtier", "memory.stat.pgsteal"),
     ("dirtier", "memory.stat.pgactivate"),

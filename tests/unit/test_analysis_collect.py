@@ -87,6 +87,18 @@ def test_the_neighbour_s_work_counts_what_its_reader_read_in_the_phase(tmp_path)
     assert "not a byte count" in reasons(tmp_path)[DEFAULT_RUN]
 
 
+def test_the_neighbour_s_major_faults_are_a_metric_where_sampled(tmp_path):
+    # The fixture was trimmed before memory.stat pgmajfault was read: no
+    # value, not zero; with the samples nearest the phase (78.998 and
+    # 190.998, as above), their difference.
+    p = copy_run(tmp_path, DEFAULT_RUN)
+    assert "nb_pgmajfault" not in set(collect.Dataset(tmp_path).metrics["metric"])
+    with open(p / "samples.csv", "a") as f:
+        for t, n in ((77.998, 90), (78.998, 100), (190.998, 350)):
+            f.write(f"{t},lab.slice/neighbour.scope,memory.stat.pgmajfault,{n}\n")
+    assert collect.Dataset(tmp_path).metrics.set_index("metric")["value"]["nb_pgmajfault"] == 250
+
+
 def metrics_with_throttle(tmp_path, run_dir, csv_text):
     """The metrics of the run at run_dir once it has this reclaim-throttle.csv."""
     (run_dir / "reclaim-throttle.csv").write_text(csv_text)
