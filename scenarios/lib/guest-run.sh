@@ -33,7 +33,8 @@
 # params.env and the scenario files define, and the run's identity,
 # SCENARIO and ARM: params-resolved.env holds exactly these); the
 # runner's own globals are lower_case, so that none passes for a
-# parameter or is overridden by one.  Besides the parameters, a shape
+# parameter or is overridden by one (arms.sh's ARM_* tables, which the
+# host's scripts share, are read only after the parameters are written).  Besides the parameters, a shape
 # reads these runner globals: lab_dir (this share), out_dir (the
 # results), cgroup_mode, cgroot and slice (cgroups.sh), scope_pid
 # (run_in_scope), writeback_policy (params.sh) and waited_s

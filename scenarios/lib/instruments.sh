@@ -9,7 +9,7 @@
 #   stop_sampler          stop it; a sampler that failed fails the run
 #   heartbeat CG          a console line of CG's LRU state
 #   start_attribution     lab-reclaim-attrib into attribution.csv (or
-#                         ATTRIB_OUT), once its hists are in place
+#                         attrib_out), once its hists are in place
 #   stop_attribution      stop it, if it runs
 #   boot_trace_events     the trace events enabled at boot, "sys/event"
 # Private:
@@ -189,7 +189,7 @@ heartbeat() {
 attrib_pid=
 start_attribution() {
 	local i
-	lab-reclaim-attrib -r "$cgroot" -o "${ATTRIB_OUT:-$out_dir/attribution.csv}" \
+	lab-reclaim-attrib -r "$cgroot" -o "${attrib_out:-$out_dir/attribution.csv}" \
 		2>>"$out_dir/attribution.log" &
 	attrib_pid=$!
 	# Its hists are in place when it says so; a tool that failed to set

@@ -102,7 +102,7 @@ toggle_attribution() {
 	record_toggle_cost "$1"
 	if [ "$1" = 1 ]; then
 		attrib_round=$((attrib_round + 1))
-		ATTRIB_OUT=$out_dir/attribution-round-$attrib_round.csv start_attribution
+		attrib_out=$out_dir/attribution-round-$attrib_round.csv start_attribution
 	else
 		stop_attribution
 	fi
