@@ -443,11 +443,6 @@ def load_probe_bursts(path, start=None, end=None):
     return [b for b in bursts if start is None or start <= b[0] < end]
 
 
-def load_probe_latencies(path, start=None, end=None):
-    """The latencies (us) of load_probe_bursts."""
-    return [latency for _, latency in load_probe_bursts(path, start, end)]
-
-
 # The sampler's exit line (guest-rootfs/tools/lab-sampler.c, report_cpu):
 # key=value words after this prefix.
 SAMPLER_COST_PREFIX = "lab-sampler: cost "
@@ -801,7 +796,8 @@ def summarise(run_dir):
     stalls = writeback_stalls(series, start, end)
     if stalls is not None:
         summary["writeback_stalls"] = stalls
-    lat = load_probe_latencies(os.path.join(run_dir, "probe-latency.csv"), start, end)
+    lat = [latency for _, latency in
+           load_probe_bursts(os.path.join(run_dir, "probe-latency.csv"), start, end)]
     if lat:
         summary["probe_latency_us"] = {
             "n": len(lat), "p50": percentile(lat, 50), "p90": percentile(lat, 90),
