@@ -62,10 +62,10 @@ start_neighbour_phase() {
 }
 
 # The measured phase ends NEIGHBOUR_S after it began, or earlier if the
-# neighbour is done: its reader and probe stop taking new work at
-# NEIGHBOUR_S but finish what they are in, which under reclaim took up to
-# 50 s more.  That tail is a phase of its own (neighbour-tail), so that
-# every run measures the same length of time.
+# neighbour is done: its probe starts no burst after NEIGHBOUR_S but
+# finishes the one it is in, seconds under reclaim, and then stops the
+# reader (lib/neighbour.sh).  That tail is a phase of its own
+# (neighbour-tail), so that every run measures the same length of time.
 finish_neighbour_phase() {
 	local end left
 	end=$(awk -v s="$phase_start" -v d="$NEIGHBOUR_S" 'BEGIN { printf "%.2f", s + d }')

@@ -15,7 +15,7 @@
 # it holds PIN_MB of tmpfs, memory reclaim cannot take without swap, in
 # place of the writeback a real dirtier holds (start_pinned_dirtier).
 shape_dirty_neighbour() {
-	local nb i names=(dirtier) cgs=() dirtier_props=()
+	local nb i names=(dirtier) cgs=() dirtier_props=() stop_signal=SIGINT
 	[ -z "${SAMPLER_COST_CONFIGS:-}" ] || check_sampler_configs
 	if [ -n "${NR_DIRTIERS:-}" ]; then
 		[[ $NR_DIRTIERS =~ ^[1-9][0-9]*$ ]] || die "NR_DIRTIERS=$NR_DIRTIERS is not a positive number"
@@ -49,9 +49,11 @@ shape_dirty_neighbour() {
 	finish_neighbour_phase "${cgs[0]}"
 	# Unstuck, so that the dirtier can stop.
 	stick_unstick
-	# dd and sleep were started in the background: SIGINT is ignored.
+	# The pinned member's dd and sleep were started in the background:
+	# SIGINT is ignored there.
+	[ -z "${PIN_MB:-}" ] || stop_signal=SIGTERM
 	for i in "${names[@]}"; do
-		stop_scope "$i" "$([ -n "${PIN_MB:-}" ] && echo SIGTERM || echo SIGINT)"
+		stop_scope "$i" "$stop_signal"
 	done
 	stop_sampler
 }
