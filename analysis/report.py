@@ -6,13 +6,18 @@ Writes RESULTS/report/<UTC timestamp>/ (tables, figures, report.md,
 cover-letter.txt) and, when Debian's nbconvert is installed, report.html
 from analysis/notebooks/report.py.  --figures DIR: also copies each
 scenario's headline figures (FIGURES, PNG) to DIR as
-<scenario>-<figure>.png, the ones RESULTS.md shows.  Exits 1 with the
-reason when no report can be made; excluded runs are listed, not fatal.
+<scenario>-<figure>.png, the ones RESULTS.md shows, and the numbers its
+tables are computed from, <scenario>-runs.csv and
+<scenario>-probe-latency.csv (DATA), so that they outlive the runs.
+Exits 1 with the reason when no report can be made; excluded runs are
+listed, not fatal.
 """
 import argparse
 import os
 import shutil
 import sys
+
+import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from memcg_lab import arms_table, notebook, report  # noqa: E402
@@ -43,6 +48,30 @@ def copy_figures(out, dest):
     return written, warnings
 
 
+# The report folder's tables that RESULTS.md's figures are computed from
+# (per run: provenance and metrics; the probe's bursts, which pooled
+# percentiles need), written per scenario beside the figures: the run
+# folders live in a cache that a machine may not hand on.  Their absolute
+# paths say nothing elsewhere and are left out.
+DATA = ["runs.csv", "probe-latency.csv"]
+DATA_DROPPED_COLUMNS = ["path"]
+
+
+def copy_data(out, dest):
+    """Writes DATA of report folder OUT per scenario to DEST as
+    <scenario>-<name>; returns the paths written."""
+    os.makedirs(dest, exist_ok=True)
+    written = []
+    for name in DATA:
+        df = pd.read_csv(os.path.join(out, name))
+        df = df.drop(columns=[c for c in DATA_DROPPED_COLUMNS if c in df.columns])
+        for scenario, rows in df.groupby("scenario", sort=True):
+            path = os.path.join(dest, f"{scenario}-{name}")
+            rows.to_csv(path, index=False)
+            written.append(path)
+    return written
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results")
@@ -64,6 +93,8 @@ def main(argv):
         for w in warnings:
             print(f"report: {w}", file=sys.stderr)
         print(f"report: {len(written)} figures copied to {args.figures}")
+        written = copy_data(out, args.figures)
+        print(f"report: {len(written)} tables of per-run figures written to {args.figures}")
     if not args.no_notebook:
         print(f"report: {notebook.render(out)}")
     print(out)

@@ -297,11 +297,22 @@ def test_cli_copies_each_scenarios_headline_figures_when_asked(results, tmp_path
                         "--figures", str(dest), str(results)],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
-    want = sorted(f"dirty-neighbour-{name}" for name in ("neighbour-cost.png",
-                                                         "probe-latency-cdf.png"))
-    assert sorted(os.listdir(dest)) == want
+    figures = sorted(f"dirty-neighbour-{name}" for name in ("neighbour-cost.png",
+                                                            "probe-latency-cdf.png"))
+    data = sorted(f"dirty-neighbour-{name}" for name in ("runs.csv", "probe-latency.csv"))
+    assert sorted(os.listdir(dest)) == sorted(figures + data)
     assert f"report: 2 figures copied to {dest}" in p.stdout
-    assert all(os.path.getsize(dest / f) > 1000 for f in want)
+    assert f"report: 2 tables of per-run figures written to {dest}" in p.stdout
+    assert all(os.path.getsize(dest / f) > 1000 for f in figures)
+    # The numbers behind RESULTS.md's tables, without the cache's paths:
+    # every run, its arm, provenance and metrics; every burst.
+    runs = pd.read_csv(dest / "dirty-neighbour-runs.csv")
+    assert "path" not in runs.columns
+    assert sorted(runs["arm"].value_counts().items()) == [("default", 3), ("mglru", 3)]
+    assert {"kernel_build_id", "git_revision", "nb_system_s", "nb_psi_some_s"} <= set(runs.columns)
+    bursts = pd.read_csv(dest / "dirty-neighbour-probe-latency.csv")
+    assert set(bursts["run"]) == set(runs["run"])
+    assert (bursts["latency_us"] > 0).all()
 
 
 def test_notebook_source_is_percent_format():
