@@ -6,6 +6,7 @@ import csv
 import os
 import resource
 import subprocess
+import time
 
 import pytest
 
@@ -109,3 +110,24 @@ def test_usage_names_the_option():
     p = run(["-x"])
     assert p.returncode == 2
     assert "[-H hist.csv]" in p.stderr
+
+
+def test_a_probe_killed_mid_run_leaves_the_bursts_it_finished(tmp_path):
+    """The memcg OOM killer picks the probe, the neighbour's largest
+    task: the bursts done before SIGKILL must be in the file, whole."""
+    lat = tmp_path / "lat.csv"
+    p = subprocess.Popen([PROBE, "-s", "1", "-i", "50", "-d", "60", "-o", str(lat)],
+                         stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and (
+                not lat.exists() or lat.read_text().count("\n") < 4):
+            time.sleep(0.05)
+    finally:
+        p.kill()
+        p.wait()
+    text = lat.read_text()
+    assert text.endswith("\n")
+    rows = list(csv.DictReader(text.splitlines()))
+    assert len(rows) >= 3
+    assert all(float(r["start_s"]) > 0 and int(r["latency_us"]) > 0 for r in rows)
