@@ -11,6 +11,8 @@
  *
  * Writes one row per iteration: start_s (CLOCK_BOOTTIME), latency_us,
  * each as it ends, so that a probe the OOM killer ends leaves its bursts.
+ * SIGTERM or SIGINT ends the probe as duration_s does: after the burst
+ * in progress (a measured phase that ends mid-burst counts that burst).
  * With -H, also a histogram of the same latencies (rounded to whole
  * microseconds, as in the rows), written when the probe ends, after its
  * last burst or a failed one:
@@ -23,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,13 @@
 #define NR_BUCKETS 64
 
 static unsigned long long hist[NR_BUCKETS];
+static volatile sig_atomic_t stopping;
+
+static void stop_after_this_burst(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
 
 static int bucket_of(unsigned long long us)
 {
@@ -98,6 +108,7 @@ int main(int argc, char **argv)
 	double start, t0, us;
 	FILE *out, *histf = NULL;
 	size_t len, off;
+	struct sigaction sa = { .sa_handler = stop_after_this_burst };
 	int opt, rc = 0;
 	char *p;
 
@@ -131,6 +142,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lab-mmap-probe: -o out.csv is required\n");
 		return 2;
 	}
+	/* No SA_RESTART: a signal cuts the sleep between bursts short. */
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL)) {
+		fprintf(stderr, "lab-mmap-probe: sigaction: %s\n", strerror(errno));
+		return 1;
+	}
 	out = create(outpath);
 	if (!out)
 		return 1;
@@ -150,7 +167,7 @@ int main(int argc, char **argv)
 	page = sysconf(_SC_PAGESIZE);
 	len = (size_t)size_mb << 20;
 	start = clock_s();
-	while (clock_s() - start < duration_s) {
+	while (!stopping && clock_s() - start < duration_s) {
 		t0 = clock_s();
 		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -2,32 +2,45 @@
 # The neighbour's workload, run inside its own scope: buffered random
 # reads on the fast disk and anonymous allocation bursts, side by side.
 #   neighbour.sh OUT PROBE_MB PROBE_INTERVAL_MS DURATION_S
-# The probe's DURATION_S is the workload's: when the probe has finished
-# its last burst, or was killed (the memcg OOM killer picks it, the
-# largest), the reader is stopped.  fio's own runtime (NEIGHBOUR_S, as
-# long) starts only when fio has set up, which under reclaim came up to
-# 30 s into the phase, so the reader ran that long after the phase.
+# It ends when the probe ends: after DURATION_S, or on SIGTERM (the
+# runner's end of the measured phase: finish_neighbour_phase), in both
+# cases after the burst in progress, or when the OOM killer ends it (the
+# neighbour's largest task).  The reader is stopped then: fio's own
+# runtime starts only when fio has set up, under reclaim up to 30 s into
+# the phase, and ran on that long after it.
 # Exits with the probe's status, or else the reader's.
 set -euo pipefail
 out=$1
 fio --output-format=json+ --output="$out/fio-neighbour.json" \
 	/lab/fio/neighbour-read.fio &
 reader=$!
-probe=0
 lab-mmap-probe -s "$2" -i "$3" -d "$4" -o "$out/probe-latency.csv" \
-	-H "$out/probe-histogram.csv" || probe=$?
-status=0
-if kill -TERM "$reader" 2>/dev/null; then
-	wait "$reader" || status=$?
-	# fio 3.33 exits 128 when a signal stopped it, its report written.
-	[ "$status" -ne 128 ] || status=0
-else
-	wait "$reader" || status=$?
-fi
-if [ "$probe" -ne 0 ]; then
+	-H "$out/probe-histogram.csv" &
+probe=$!
+# The phase's end: the reader stops at once, the probe after its burst.
+trap 'kill -TERM "$reader" "$probe" 2>/dev/null || true' TERM
+
+# wait PID's status, across the TERM trap (which ends a wait early).
+wait_for() {
+	local rc
+	while :; do
+		rc=0
+		wait "$1" || rc=$?
+		kill -0 "$1" 2>/dev/null || return "$rc"
+	done
+}
+
+probe_rc=0
+wait_for "$probe" || probe_rc=$?
+kill -TERM "$reader" 2>/dev/null || true
+reader_rc=0
+wait_for "$reader" || reader_rc=$?
+# fio 3.33 exits 128 when a signal stopped it, its report written.
+[ "$reader_rc" -ne 128 ] || reader_rc=0
+if [ "$probe_rc" -ne 0 ]; then
 	# A probe killed before its end wrote no histogram; its rows are
 	# written as each burst ends.
 	[ -s "$out/probe-histogram.csv" ] || rm -f "$out/probe-histogram.csv"
-	exit "$probe"
+	exit "$probe_rc"
 fi
-exit "$status"
+exit "$reader_rc"

@@ -66,9 +66,9 @@ start_neighbour_phase() {
 }
 
 # The measured phase ends NEIGHBOUR_S after it began, or earlier if the
-# neighbour is done: its probe starts no burst after NEIGHBOUR_S but
-# finishes the one it is in, seconds under reclaim, and then stops the
-# reader (lib/neighbour.sh).  That tail is a phase of its own
+# neighbour is done.  Then the neighbour is told (SIGTERM to
+# lib/neighbour.sh): its reader stops at once, its probe after the burst
+# it is in, seconds under reclaim.  That tail is a phase of its own
 # (neighbour-tail), so that every run measures the same length of time.
 finish_neighbour_phase() {
 	local end left
@@ -91,6 +91,7 @@ finish_neighbour_phase() {
 	else
 		echo "finished_in_phase=1"
 	fi >"$out_dir/neighbour-io.txt"
+	kill -TERM "${scope_pid[neighbour]}" 2>/dev/null || true
 	stop_attribution
 	if scope_running neighbour; then
 		phase_begin neighbour-tail

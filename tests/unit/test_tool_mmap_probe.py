@@ -131,3 +131,22 @@ def test_a_probe_killed_mid_run_leaves_the_bursts_it_finished(tmp_path):
     rows = list(csv.DictReader(text.splitlines()))
     assert len(rows) >= 3
     assert all(float(r["start_s"]) > 0 and int(r["latency_us"]) > 0 for r in rows)
+
+
+def test_sigterm_ends_the_probe_as_its_duration_would(tmp_path):
+    """The runner ends the neighbour's phase with SIGTERM: the probe stops
+    after the burst in progress, exits 0 and writes both files whole."""
+    lat, hist = tmp_path / "lat.csv", tmp_path / "hist.csv"
+    p = subprocess.Popen([PROBE, "-s", "1", "-i", "50", "-d", "60", "-o", str(lat),
+                          "-H", str(hist)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and (
+            not lat.exists() or lat.read_text().count("\n") < 3):
+        time.sleep(0.05)
+    p.terminate()
+    _, err = p.communicate(timeout=10)
+    assert p.returncode == 0, err
+    with open(lat, newline="") as f:
+        latencies = [int(r["latency_us"]) for r in csv.DictReader(f)]
+    assert len(latencies) >= 2
+    assert sum(n for _, _, n in read_histogram(hist)) == len(latencies)
