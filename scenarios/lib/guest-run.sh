@@ -104,6 +104,7 @@ trap 'rc=$?; [ "$rc" -eq 0 ] || [ -n "${dying:-}" ] ||
 record_guest_provenance
 quiesce_tracing
 resolve_parameters
+check_profile
 choose_cgroup_mode
 apply_arm
 say "running $SCENARIO (shape $SHAPE, arm $ARM, guest ${MEM_MB}M)"

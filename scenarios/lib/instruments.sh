@@ -12,7 +12,10 @@
 #                         attrib_out), once its hists are in place
 #   stop_attribution      stop it, if it runs
 #   boot_trace_events     the trace events enabled at boot, "sys/event"
+#   start_profile TAG     with PROFILE_HZ, perf samples every CPU's stacks
+#   finish_profile TAG COMM...  until now: its report, profile-TAG.txt
 # Private:
+#   check_profile         PROFILE_HZ is a rate, and perf is there
 #   quiesce_tracing       the ring buffer records nothing
 #   lock_hist_start       (phase_begin) lock contention, cleared
 #   lock_hist_take        (phase_end) rows of lock-contention.csv
@@ -209,4 +212,47 @@ stop_attribution() {
 	kill -TERM "$attrib_pid" 2>/dev/null || true
 	wait "$attrib_pid" || die "lab-reclaim-attrib failed: $(tail -n 3 "$out_dir/attribution.log")"
 	attrib_pid=
+}
+
+# Where CPU time goes (SET="PROFILE_HZ=99", any scenario whose shape
+# marks a span: writeback-cp each alloc, the dirty-neighbour shapes the
+# measured phase): perf record -a -g samples every CPU's kernel and user
+# stacks at PROFILE_HZ (cpu-clock: TCG has no PMU), and the span's report
+# is kept as text, profile-TAG.txt, the samples (megabytes) removed.  A
+# diagnosis, not a measurement: the sampling and the samples' file on the
+# fast disk cost the guest CPU and page cache.  Off (0) by default.
+check_profile() {
+	[[ ${PROFILE_HZ:-0} =~ ^[0-9]+$ ]] ||
+		die "PROFILE_HZ=$PROFILE_HZ is not a number of samples a second"
+	[ "${PROFILE_HZ:-0}" = 0 ] || command -v perf >/dev/null ||
+		die "PROFILE_HZ=$PROFILE_HZ needs perf in the guest (guest-rootfs/packages.list: linux-perf)"
+}
+
+start_profile() {
+	[ "${PROFILE_HZ:-0}" != 0 ] || return 0
+	perf record -a -g -F "$PROFILE_HZ" -q -o "/mnt/fast/perf-$1.data" \
+		2>"$out_dir/profile-$1.log" &
+	profile_pid=$!
+}
+
+# The report: the flat profile by task and symbol, then the symbols of
+# the tasks named COMM... with their callers.
+finish_profile() {
+	local tag=$1 data report comms
+	[ "${PROFILE_HZ:-0}" != 0 ] || return 0
+	shift
+	data=/mnt/fast/perf-$tag.data
+	report=$out_dir/profile-$tag.txt
+	comms=$(IFS=,; echo "$*")
+	kill -INT "$profile_pid"
+	wait "$profile_pid" || die "perf record failed: $(tail -n 3 "$out_dir/profile-$tag.log")"
+	{
+		echo "# perf record -a -g -F $PROFILE_HZ over $tag: by task and symbol"
+		perf report -i "$data" --stdio --no-children --sort comm,sym -g none --percent-limit 0.5
+		echo "# $comms, with callers"
+		perf report -i "$data" --stdio --no-children --comms "$comms" --sort comm,sym \
+			-g graph,0.5,callee,function,percent --percent-limit 2
+	} >"$report" 2>>"$out_dir/profile-$tag.log" || die "perf report of $data failed"
+	rm -f "$data"
+	say "$tag: profile in $(basename "$report")"
 }

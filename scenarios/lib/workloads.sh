@@ -59,6 +59,7 @@ start_neighbour_phase() {
 	phase_begin neighbour measured
 	oom_kills_before=$(oom_kills)
 	start_attribution
+	start_profile neighbour
 	run_in_scope neighbour "$@" -- env READ_FILE=/mnt/fast/read.dat \
 		READ_FILE_MB="$READ_FILE_MB" NEIGHBOUR_S="$NEIGHBOUR_S" \
 		"$lab_dir/lib/neighbour.sh" "$out_dir" "$PROBE_MB" "$PROBE_INTERVAL_MS" "$NEIGHBOUR_S"
@@ -83,15 +84,16 @@ finish_neighbour_phase() {
 	# hists (seconds under TCG) comes after.
 	phase_end
 	# What the reader has read by the phase's end (its processes began
-	# with the phase): fio's own total also counts the tail, as fio's
-	# runtime starts once fio has started, up to 30 s into the phase
-	# under reclaim.  A neighbour done by then read it all in the phase.
+	# with the phase), before it is told to stop: fio's own total also
+	# counts what it reads until it has stopped.  A neighbour done by
+	# then read it all in the phase.
 	if scope_running neighbour; then
 		echo "rchar_at_phase_end=$(member_rchar neighbour)"
 	else
 		echo "finished_in_phase=1"
 	fi >"$out_dir/neighbour-io.txt"
 	kill -TERM "${scope_pid[neighbour]}" 2>/dev/null || true
+	finish_profile neighbour fio lab-mmap-probe
 	stop_attribution
 	if scope_running neighbour; then
 		phase_begin neighbour-tail

@@ -10,9 +10,6 @@
 # lab-alloc's keys, then the vmstat deltas over the alloc.
 shape_writeback_cp() {
 	local i t before after deltas alloc_out row alloc_rc alloc_row
-	[[ $PROFILE_HZ =~ ^[0-9]+$ ]] || die "PROFILE_HZ=$PROFILE_HZ is not a number of samples a second"
-	[ "$PROFILE_HZ" = 0 ] || command -v perf >/dev/null ||
-		die "PROFILE_HZ=$PROFILE_HZ needs perf in the guest (guest-rootfs/packages.list: linux-perf)"
 	prepare_stick
 	prepare_fast
 	say "laying out the ${SRC_FILE_MB}M source file on the fast disk"
@@ -48,13 +45,13 @@ shape_writeback_cp() {
 		done
 		heartbeat "$(cg_of "copier-$i")"
 		before=$(vmstat_snapshot)
-		[ "$PROFILE_HZ" = 0 ] || start_profile "$i"
+		start_profile "iteration-$i"
 		alloc_out=$out_dir/alloc-$i.csv
 		run_in_scope "alloc-$i" -- lab-alloc -s "$ALLOC_MB" ${ALLOC_MADVISE:+-H} -o "$alloc_out"
 		alloc_rc=0
 		wait "${scope_pid[alloc-$i]}" || alloc_rc=$?
 		after=$(vmstat_snapshot)
-		[ "$PROFILE_HZ" = 0 ] || finish_profile "$i"
+		finish_profile "iteration-$i" lab-alloc
 		stop_scope "copier-$i" SIGTERM
 		phase_end
 		deltas=$(vmstat_deltas "$before" "$after")
@@ -74,32 +71,6 @@ shape_writeback_cp() {
 		say "iteration $i: ${alloc_row/#na*/lab-alloc OOM-killed}"
 	done
 	stop_sampler
-}
-
-# perf over iteration N's alloc: every CPU (the alloc, kswapd, the
-# flusher and the copier compete for two), kernel and user stacks.
-start_profile() {
-	perf record -a -g -F "$PROFILE_HZ" -q -o "/mnt/fast/perf-$1.data" \
-		2>"$out_dir/profile-iteration-$1.log" &
-	profile_pid=$!
-}
-
-# The report of iteration N's samples, as text in the run folder: the
-# flat profile by task and symbol, then lab-alloc's symbols with their
-# callers.  The samples themselves (megabytes) are not kept.
-finish_profile() {
-	local data=/mnt/fast/perf-$1.data report=$out_dir/profile-iteration-$1.txt
-	kill -INT "$profile_pid"
-	wait "$profile_pid" || die "perf record failed: $(tail -n 3 "$out_dir/profile-iteration-$1.log")"
-	{
-		echo "# perf record -a -g -F $PROFILE_HZ over iteration $1's alloc: by task and symbol"
-		perf report -i "$data" --stdio --no-children --sort comm,sym -g none --percent-limit 0.5
-		echo "# lab-alloc alone, with callers"
-		perf report -i "$data" --stdio --no-children --comms lab-alloc --sort sym \
-			-g graph,0.5,callee,function,percent --percent-limit 2
-	} >"$report" 2>>"$out_dir/profile-iteration-$1.log" || die "perf report of $data failed"
-	rm -f "$data"
-	say "iteration $1: profile in $(basename "$report"), $(grep -c '%' "$report") lines with a share"
 }
 
 # vmstat counters of the 2011 cover letter's table, for one iteration.
