@@ -48,14 +48,23 @@ def read_text(path):
         return f.read().strip()
 
 
+# What fio writes to its output when a signal stops it, before the report.
+FIO_TERMINATING = re.compile(r"fio: terminating on signal \d+")
+
+
 def load_fio(path):
     """fio's JSON report; fio prints 'terminating on signal' lines ahead of
-    the JSON when stopped with SIGINT, so parsing starts at the first '{'."""
+    the JSON when stopped with SIGINT, so parsing starts at the first '{'.
+    None without the file, and when it holds those lines alone: fio was
+    stopped and then killed before its report (the memcg OOM killer took
+    a writer being stopped; load_run_oom_kills counts it)."""
     if not os.path.exists(path):
         return None
     with open(path) as f:
         text = f.read()
     start = text.find("{")
+    if start < 0 and text.strip() and not FIO_TERMINATING.sub("", text).strip():
+        return None
     if start < 0:
         raise run.RunError(f"{path}: no JSON object (fio killed before its report?)")
     try:

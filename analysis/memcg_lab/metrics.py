@@ -55,6 +55,8 @@ METRICS = [
     Metric("nb_throttled_s", "Neighbour throttled in reclaim", "s", "lower"),
     # Guards of the headline (report.py): none may be broken.
     Metric("slice_oom_kills", "OOM kills under the parent", "count", "lower"),
+    Metric("run_oom_kills", "OOM kills in the whole run, the writer's stop included",
+           "count", "lower"),
     # What the stick wrote in the phase (vmstat nr_written) over its
     # throttle: fio's own bandwidth counts the page cache it filled first.
     Metric("dirtier_of_stick_pct", "Stick writes in the phase of its rate", "%", "higher"),
@@ -147,6 +149,7 @@ def run_metrics(summary, fio, probe, cgroups):
         "nb_reclaim_ms_per_mib": _ratio(nb_reclaim, work, 1e3),
         "nb_throttled_s": _delayed_s(by_cgroup, nb),
         "slice_oom_kills": counter(sl, "memory.events.oom_kill"),
+        "run_oom_kills": summary.get("run_oom_kills"),
         "dirtier_of_stick_pct": _ratio(counter("-", "vmstat.nr_written", 4096),
                                        stick * phase_s if stick else None, 100),
         "stick_stall_max_s": stalls.get("max_s"),

@@ -522,6 +522,26 @@ def load_neighbour_reads(path):
     return int(value) / (1 << 20)
 
 
+def load_run_oom_kills(run_dir):
+    """OOM kills in the guest over the whole run, from boot to the drain
+    (/proc/vmstat oom_kill in vmstat-start.txt and vmstat-end.txt), or
+    None without both: the measured phase's are the parent's
+    memory.events, but a writer killed while it is being stopped loses
+    its report, and the run must still say so."""
+    counts = []
+    for name in ("vmstat-start.txt", "vmstat-end.txt"):
+        path = os.path.join(run_dir, name)
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            value = next((line.split()[1] for line in f
+                          if line.startswith("oom_kill ") and len(line.split()) == 2), None)
+        if value is None or not value.isdigit():
+            return None
+        counts.append(int(value))
+    return counts[1] - counts[0]
+
+
 # mm_vmscan_throttled's reasons; "parked" is series v2's OOM-edge wait
 # for parked writeback (VMSCAN_THROTTLE_PARKED).
 THROTTLE_REASONS = ["writeback", "congested", "noprogress", "isolated", "parked"]
@@ -808,6 +828,9 @@ def summarise(run_dir):
     read_mib = load_neighbour_reads(os.path.join(run_dir, "neighbour-io.txt"))
     if read_mib is not None:
         summary["neighbour_read_mib"] = read_mib
+    oom_kills = load_run_oom_kills(run_dir)
+    if oom_kills is not None:
+        summary["run_oom_kills"] = oom_kills
     throttle = load_reclaim_throttle(os.path.join(run_dir, "reclaim-throttle.csv"), name)
     if throttle is not None:
         summary["reclaim_throttle"] = throttle

@@ -467,6 +467,7 @@ def probe_excess(probe, floor_probe, arms, quantiles=(50, 99)):
 
 # (metric, test, what it says): every valid run of an arm must pass.
 GUARDS = [("slice_oom_kills", lambda v: v == 0, "no OOM kill under the parent"),
+          ("run_oom_kills", lambda v: v == 0, "no OOM kill in the whole run"),
           ("dirtier_of_stick_pct", lambda v: v >= 95, "the stick writes >= 0.95x its rate")]
 
 
@@ -480,7 +481,7 @@ def guards(metric_table, arms):
             if not len(v):
                 continue
             bad = [x for x in v if not ok(x)]
-            worst = (max(v) if metric == "slice_oom_kills" else min(v))
+            worst = (max(v) if metric in ("slice_oom_kills", "run_oom_kills") else min(v))
             rows.append({"arm": arm, "guard": what, "runs": len(v), "failed": len(bad),
                          "worst": float(worst)})
     return pd.DataFrame(rows, columns=["arm", "guard", "runs", "failed", "worst"])

@@ -4,6 +4,7 @@ copies of the real ones; each test says what it changed."""
 import os
 import shutil
 
+import pandas as pd
 import pytest
 
 from memcg_lab import collect, load, run
@@ -147,6 +148,47 @@ def test_fio_report_after_signal_lines_is_parsed():
     assert open(r.file("fio-dirtier.json")).read().startswith("\nfio: terminating")
     f = r.fio()
     assert len(f[(f["job"] == "dirtier") & (f["stat"] == "p50")]) == 1
+
+
+def write_oom_kills(path, start, end):
+    """Synthetic: vmstat-start.txt and vmstat-end.txt with these oom_kill
+    counts (the fixture runs predate the files)."""
+    (path / "vmstat-start.txt").write_text(f"nr_free_pages 1000\noom_kill {start}\n")
+    (path / "vmstat-end.txt").write_text(f"nr_free_pages 900\noom_kill {end}\n")
+
+
+def test_a_writer_killed_while_stopped_keeps_the_run_and_fails_a_guard(tmp_path):
+    """Seen on mglru (3 of 5 runs, 7 December): the memcg OOM killer took
+    the dirtier's fio after the phase, while it was being stopped, so its
+    report holds fio's 'terminating' lines alone.  The phase was measured
+    whole: the run stays valid, the dirtier's bandwidth is unknown, and
+    the whole run's OOM kills say why."""
+    p = copy_run(tmp_path, DEFAULT_RUN)
+    (p / "fio-dirtier.json").write_text("\nfio: terminating on signal 15\n\n"
+                                        "fio: terminating on signal 2\n")
+    write_oom_kills(p, 3, 4)
+    d = collect.Dataset(tmp_path)
+    row = d.runs.set_index("run").loc[DEFAULT_RUN]
+    assert row["valid"], row["reason"]
+    assert row["run_oom_kills"] == 1
+    assert row["slice_oom_kills"] == 0
+    assert pd.isna(row["dirtier_write_MiBps"])
+    assert row["nb_system_s"] > 0
+
+
+def test_a_fio_report_with_no_json_for_another_reason_is_unreadable(tmp_path):
+    p = copy_run(tmp_path, DEFAULT_RUN)
+    (p / "fio-dirtier.json").write_text("fio: pid=123, err=5/file:io_u.c:1889, func=io_u error\n")
+    assert "no JSON object" in reasons(tmp_path)[DEFAULT_RUN]
+
+
+def test_run_oom_kills_are_the_whole_runs_and_absent_without_both_files(tmp_path):
+    p = copy_run(tmp_path, DEFAULT_RUN)
+    assert run.load_run_oom_kills(str(p)) is None
+    write_oom_kills(p, 0, 2)
+    assert run.load_run_oom_kills(str(p)) == 2
+    (p / "vmstat-end.txt").unlink()
+    assert run.load_run_oom_kills(str(p)) is None
 
 
 def test_failed_run_is_excluded_with_its_reason(tmp_path):
