@@ -236,7 +236,8 @@ start_profile() {
 }
 
 # The report: the flat profile by task and symbol, then the symbols of
-# the tasks named COMM... with their callers.
+# the tasks named COMM... with their callers, as shares of those tasks'
+# samples (a task that is mostly asleep has few of all).
 finish_profile() {
 	local tag=$1 data report comms rc=0
 	[ "${PROFILE_HZ:-0}" != 0 ] || return 0
@@ -253,8 +254,9 @@ finish_profile() {
 	{
 		echo "# perf record -a -g -F $PROFILE_HZ over $tag: by task and symbol"
 		perf report -i "$data" --stdio --no-children --sort comm,sym -g none --percent-limit 0.5
-		echo "# $comms, with callers"
-		perf report -i "$data" --stdio --no-children --comms "$comms" --sort comm,sym \
+		echo "# $comms, with callers; shares of their own samples"
+		perf report -i "$data" --stdio --no-children --comms "$comms" \
+			--percentage relative --sort comm,sym \
 			-g graph,0.5,callee,function,percent --percent-limit 2
 	} >"$report" 2>>"$out_dir/profile-$tag.log" || die "perf report of $data failed"
 	rm -f "$data"
