@@ -14,6 +14,7 @@ PACKAGES=(
 	mmdebstrap e2fsprogs dosfstools
 	python3 python3-matplotlib python3-numpy python3-pandas python3-scipy
 	python3-pytest shellcheck
+	fio
 	jupyter-nbconvert python3-nbconvert python3-nbformat python3-ipykernel
 )
 

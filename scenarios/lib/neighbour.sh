@@ -11,28 +11,40 @@
 # Exits with the probe's status, or else the reader's.
 set -euo pipefail
 out=$1
+# lib/ and fio/ are siblings: /lab in the guest, scenarios/ on the host
+# (where the unit tests run this script).
 fio --output-format=json+ --output="$out/fio-neighbour.json" \
-	/lab/fio/neighbour-read.fio &
+	"$(dirname "$0")/../fio/neighbour-read.fio" &
 reader=$!
 lab-mmap-probe -s "$2" -i "$3" -d "$4" -o "$out/probe-latency.csv" \
 	-H "$out/probe-histogram.csv" &
 probe=$!
 # The phase's end: the reader stops at once, the probe after its burst.
-trap 'kill -TERM "$reader" "$probe" 2>/dev/null || true' TERM
+# One signal each: fio stopping on a first one dies on a second before
+# its report.
+reader_told=
+trap 'reader_told=1; kill -TERM "$reader" "$probe" 2>/dev/null || true' TERM
 
-# wait PID's status, across the TERM trap (which ends a wait early).
+# wait PID's status, across the TERM trap, which ends a wait early
+# (status 143) and may let the job end before the wait is taken again.
 wait_for() {
-	local rc
+	local rc again
 	while :; do
 		rc=0
 		wait "$1" || rc=$?
-		kill -0 "$1" 2>/dev/null || return "$rc"
+		! kill -0 "$1" 2>/dev/null || continue
+		# A wait cut short did not collect the status of a job that
+		# ended meanwhile: a second one does (127: the first one did).
+		again=0
+		wait "$1" 2>/dev/null || again=$?
+		[ "$again" -eq 127 ] || rc=$again
+		return "$rc"
 	done
 }
 
 probe_rc=0
 wait_for "$probe" || probe_rc=$?
-kill -TERM "$reader" 2>/dev/null || true
+[ -n "$reader_told" ] || kill -TERM "$reader" 2>/dev/null || true
 reader_rc=0
 wait_for "$reader" || reader_rc=$?
 # fio 3.33 exits 128 when a signal stopped it, its report written.
