@@ -20,6 +20,8 @@
 #                         line every 30 s; its status, waited_s
 # Private:
 #   oom_kills             OOM kills in the guest since boot
+#   neighbour_did_not_stop S  where a neighbour that would not stop in S
+#                         seconds is, and the run fails
 
 # The dirtier NAME: fio's buffered writer overwriting FILE on the stick
 # (or JOB, another fio job file), in NAME.scope.
@@ -97,9 +99,13 @@ finish_neighbour_phase() {
 	stop_attribution
 	if scope_running neighbour; then
 		phase_begin neighbour-tail
+		local max_s=$((neighbour_tail_max_s * KERNEL_SLOWDOWN)) give_up
+		give_up=$(awk -v now="$(uptime_s)" -v m="$max_s" 'BEGIN { print now + m }')
 		while scope_running neighbour; do
 			heartbeat "$1"
 			sleep 1
+			awk -v now="$(uptime_s)" -v g="$give_up" 'BEGIN { exit !(now >= g) }' &&
+				neighbour_did_not_stop "$max_s"
 		done
 		phase_end
 	fi
@@ -112,6 +118,26 @@ finish_neighbour_phase() {
 	[ "$(oom_kills)" -gt "$oom_kills_before" ] ||
 		die "neighbour failed (exit $neighbour_rc, no OOM kill)"
 	say "neighbour: exit $neighbour_rc after $(($(oom_kills) - oom_kills_before)) OOM kill(s) in the phase; the run goes on"
+}
+
+# How long the neighbour may take to stop after the phase: its probe's
+# last burst, seconds even under reclaim, and fio's report.  A reader
+# that never began to read in a clean-control run (7 December) sat in
+# the tail until the host's time limit.
+# Times KERNEL_SLOWDOWN, known once the parameters are.
+neighbour_tail_max_s=120
+
+# A neighbour still running $1 s after it was told to stop: where each of its tasks is (neighbour-stuck.txt: state, wait
+# channel, kernel stack; the console gets every blocked task, sysrq w),
+# then the run fails with that said.
+neighbour_did_not_stop() {
+	local pid
+	while read -r pid; do
+		echo "== $pid $(cat "/proc/$pid/comm" 2>/dev/null) $(awk '$1 == "State:" {print $2, $3}' "/proc/$pid/status" 2>/dev/null) wchan=$(cat "/proc/$pid/wchan" 2>/dev/null)"
+		cat "/proc/$pid/stack" 2>/dev/null
+	done <"$cgroot/$(cg_of neighbour)/cgroup.procs" >"$out_dir/neighbour-stuck.txt"
+	echo w >/proc/sysrq-trigger 2>/dev/null || true
+	die "the neighbour did not stop within $1 s of the phase's end: its tasks in neighbour-stuck.txt, every blocked task on the console"
 }
 
 # OOM kills in the guest since boot (/proc/vmstat oom_kill).
