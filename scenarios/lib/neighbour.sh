@@ -2,10 +2,10 @@
 # The neighbour's workload, run inside its own scope: buffered random
 # reads on the fast disk and anonymous allocation bursts, side by side.
 #   neighbour.sh OUT PROBE_MB PROBE_INTERVAL_MS DURATION_S
-# It ends when the probe ends: after DURATION_S, or on SIGTERM (the
-# runner's end of the measured phase: finish_neighbour_phase), in both
-# cases after the burst in progress, or when the OOM killer ends it (the
-# neighbour's largest task).  The reader is stopped then: fio's own
+# It ends when the probe ends: after DURATION_S, or on SIGTERM once its
+# trap is set (the runner does not send one: under reclaim this script
+# may start seconds late), in both cases after the burst in progress, or
+# when the OOM killer ends it (the neighbour's largest task).  The reader is stopped then: fio's own
 # runtime starts only when fio has set up, under reclaim up to 30 s into
 # the phase, and ran on that long after it.
 # Exits with the probe's status, or else the reader's.

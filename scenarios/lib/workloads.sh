@@ -69,10 +69,12 @@ start_neighbour_phase() {
 }
 
 # The measured phase ends NEIGHBOUR_S after it began, or earlier if the
-# neighbour is done.  Then the neighbour is told (SIGTERM to
-# lib/neighbour.sh): its reader stops at once, its probe after the burst
-# it is in, seconds under reclaim.  That tail is a phase of its own
-# (neighbour-tail), so that every run measures the same length of time.
+# neighbour is done: its probe starts no burst after its NEIGHBOUR_S but
+# finishes the one it is in, and then stops the reader (lib/neighbour.sh).
+# That tail is a phase of its own (neighbour-tail), so that every run
+# measures the same length of time.  (Not a SIGTERM at the phase's end:
+# under reclaim neighbour.sh may not have set its trap by then, and a
+# 10 s phase in the boot tests killed it.)
 finish_neighbour_phase() {
 	local end left
 	end=$(awk -v s="$phase_start" -v d="$NEIGHBOUR_S" 'BEGIN { printf "%.2f", s + d }')
@@ -86,15 +88,13 @@ finish_neighbour_phase() {
 	# hists (seconds under TCG) comes after.
 	phase_end
 	# What the reader has read by the phase's end (its processes began
-	# with the phase), before it is told to stop: fio's own total also
-	# counts what it reads until it has stopped.  A neighbour done by
-	# then read it all in the phase.
+	# with the phase): fio's own total also counts what it reads in the
+	# tail.  A neighbour done by then read it all in the phase.
 	if scope_running neighbour; then
 		echo "rchar_at_phase_end=$(member_rchar neighbour)"
 	else
 		echo "finished_in_phase=1"
 	fi >"$out_dir/neighbour-io.txt"
-	kill -TERM "${scope_pid[neighbour]}" 2>/dev/null || true
 	finish_profile neighbour fio lab-mmap-probe
 	stop_attribution
 	if scope_running neighbour; then
