@@ -5,9 +5,10 @@
 # It ends when the probe ends: after DURATION_S, or on SIGTERM once its
 # trap is set (the runner does not send one: under reclaim this script
 # may start seconds late), in both cases after the burst in progress, or
-# when the OOM killer ends it (the neighbour's largest task).  The reader is stopped then: fio's own
-# runtime starts only when fio has set up, under reclaim up to 30 s into
-# the phase, and ran on that long after it.
+# when the OOM killer ends it (the neighbour's largest task).  The
+# reader is stopped then: fio's own runtime starts only when fio has set
+# up, under reclaim up to 30 s into the phase, and ran on that long
+# after it.
 # Exits with the probe's status, or else the reader's.
 set -euo pipefail
 out=$1
