@@ -481,7 +481,8 @@ def guards(metric_table, arms):
             if not len(v):
                 continue
             bad = [x for x in v if not ok(x)]
-            worst = (max(v) if metric in ("slice_oom_kills", "run_oom_kills") else min(v))
+            # The worst run is the one furthest the wrong way.
+            worst = max(v) if mx.BY_NAME[metric].better == "lower" else min(v)
             rows.append({"arm": arm, "guard": what, "runs": len(v), "failed": len(bad),
                          "worst": float(worst)})
     return pd.DataFrame(rows, columns=["arm", "guard", "runs", "failed", "worst"])
