@@ -17,8 +17,6 @@ import os
 import shutil
 import sys
 
-import pandas as pd
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from memcg_lab import arms_table, notebook, report  # noqa: E402
 
@@ -48,22 +46,22 @@ def copy_figures(out, dest):
     return written, warnings
 
 
-# The report folder's tables that RESULTS.md's figures are computed from
-# (per run: provenance and metrics; the probe's bursts, which pooled
-# percentiles need), written per scenario beside the figures: the run
-# folders live in a cache that a machine may not hand on.  Their absolute
-# paths say nothing elsewhere and are left out.
-DATA = ["runs.csv", "probe-latency.csv"]
+# The tables that RESULTS.md's figures are computed from (per run:
+# provenance and metrics; the probe's bursts, which pooled percentiles
+# need), as the report folder names them, written per scenario beside
+# the figures: the run folders live in a cache that a machine may not
+# hand on.  Their absolute paths say nothing elsewhere and are left out.
+DATA = {"runs.csv": "runs", "probe-latency.csv": "probe"}
 DATA_DROPPED_COLUMNS = ["path"]
 
 
-def copy_data(out, dest):
-    """Writes DATA of report folder OUT per scenario to DEST as
+def copy_data(ds, dest):
+    """Writes DATA of the report's dataset DS per scenario to DEST as
     <scenario>-<name>; returns the paths written."""
     os.makedirs(dest, exist_ok=True)
     written = []
-    for name in DATA:
-        df = pd.read_csv(os.path.join(out, name))
+    for name, table in DATA.items():
+        df = getattr(ds, table)
         df = df.drop(columns=[c for c in DATA_DROPPED_COLUMNS if c in df.columns])
         for scenario, rows in df.groupby("scenario", sort=True):
             path = os.path.join(dest, f"{scenario}-{name}")
@@ -93,7 +91,7 @@ def main(argv):
         for w in warnings:
             print(f"report: {w}", file=sys.stderr)
         print(f"report: {len(written)} figures copied to {args.figures}")
-        written = copy_data(out, args.figures)
+        written = copy_data(ds, args.figures)
         print(f"report: {len(written)} tables of per-run figures written to {args.figures}")
     if not args.no_notebook:
         print(f"report: {notebook.render(out)}")
