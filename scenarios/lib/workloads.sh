@@ -76,7 +76,7 @@ start_neighbour_phase() {
 # under reclaim neighbour.sh may not have set its trap by then, and a
 # 10 s phase in the boot tests killed it.)
 finish_neighbour_phase() {
-	local end left
+	local end left neighbour_rc=0
 	end=$(awk -v s="$phase_start" -v d="$NEIGHBOUR_S" 'BEGIN { printf "%.2f", s + d }')
 	while scope_running neighbour; do
 		left=$(awk -v e="$end" -v now="$(uptime_s)" 'BEGIN { l = e - now; print (l > 5 ? 5 : l > 0 ? l : 0) }')
@@ -109,7 +109,6 @@ finish_neighbour_phase() {
 		done
 		phase_end
 	fi
-	neighbour_rc=0
 	wait "${scope_pid[neighbour]}" || neighbour_rc=$?
 	[ "$neighbour_rc" -eq 0 ] && return
 	# The OOM killer ending the neighbour's probe is the worst outcome
