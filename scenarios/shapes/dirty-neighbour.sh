@@ -80,16 +80,12 @@ ramp_until_pinned() {
 	say "pinned: $(memcg_stat_mb shmem "$1")M of tmpfs in $1"
 }
 
-# The configurations' names; each is a branch of measure_sampler_configs'
-# case, described above it.  (sampler-cost.scenario's default lists them
-# all: a choice, as its length sets the run's length there.)
-sampler_cost_known="all-fast slow-files slow-parents slow-parents-tmpfs slow-vmstat vmstat-only all-slow"
 # Before minutes of setup, not when a bad name's turn comes.
 check_sampler_configs() {
-	local cfg
+	local cfg args cgs dir
 	for cfg in $SAMPLER_COST_CONFIGS; do
-		[[ " $sampler_cost_known " == *" $cfg "* ]] ||
-			die "unknown sampler configuration '$cfg' in SAMPLER_COST_CONFIGS (known: $sampler_cost_known)"
+		sampler_cost_config "$cfg" / ||
+			die "unknown sampler configuration '$cfg' in SAMPLER_COST_CONFIGS (the names: measure_sampler_configs in scenarios/shapes/dirty-neighbour.sh)"
 	done
 }
 
@@ -109,6 +105,8 @@ check_sampler_configs() {
 #                 (what start_sampler does)
 #   vmstat-only   /proc/vmstat alone at SAMPLER_COST_MS
 #   all-slow      every file of every cgroup at SAMPLER_COST_SLOW_MS
+# (sampler-cost.scenario's default lists them all: a choice, as its
+# length sets the run's length there.)
 measure_sampler_configs() {
 	local parent=$1 configs=() n round i cfg pid log csv dir rows line args=() cgs=()
 	shift
@@ -119,27 +117,8 @@ measure_sampler_configs() {
 	for round in $(seq "$SAMPLER_COST_ROUNDS"); do
 		for i in $(seq 0 $((n - 1))); do
 			cfg=${configs[$(((i + round - 1) % n))]}
-			cgs=(/ "$parent" "$@")
-			dir=$out_dir
-			case $cfg in
-			all-fast) args=(-i "$SAMPLER_COST_MS") ;;
-			slow-files) args=(-i "$SAMPLER_COST_MS" -s "$SAMPLER_COST_SLOW_MS") ;;
-			slow-parents | slow-parents-tmpfs)
-				args=(-i "$SAMPLER_COST_MS" -s "$SAMPLER_COST_SLOW_MS" -S / -S "$parent")
-				cgs=("$@")
-				[ "$cfg" = slow-parents ] || dir=/run
-				;;
-			slow-vmstat)
-				args=(-i "$SAMPLER_COST_MS" -s "$SAMPLER_COST_SLOW_MS" -V -S / -S "$parent")
-				cgs=("$@")
-				;;
-			vmstat-only)
-				args=(-i "$SAMPLER_COST_MS")
-				cgs=()
-				;;
-			all-slow) args=(-i "$SAMPLER_COST_SLOW_MS") ;;
-			*) die "unknown sampler configuration '$cfg' (known: $sampler_cost_known)" ;;
-			esac
+			sampler_cost_config "$cfg" "$parent" "$@" ||
+				die "unknown sampler configuration '$cfg'"
 			say "sampler cost: round $round of $SAMPLER_COST_ROUNDS, $cfg (${args[*]}), ${SAMPLER_COST_S} s"
 			csv=$dir/sampler-cost-$round-$cfg.csv
 			log=$out_dir/sampler-cost-$round-$cfg.log
@@ -156,4 +135,33 @@ measure_sampler_configs() {
 			rm -f "$log"
 		done
 	done
+}
+
+# Sets args (lab-sampler's options), cgs (its cgroups) and dir (where it
+# writes) for sampler configuration $1 on PARENT $2 and leaves $3...:
+# the one list of the configurations' names.  Fails for another name.
+sampler_cost_config() {
+	local cfg=$1 parent=$2
+	shift 2
+	cgs=(/ "$parent" "$@")
+	dir=$out_dir
+	case $cfg in
+	all-fast) args=(-i "$SAMPLER_COST_MS") ;;
+	slow-files) args=(-i "$SAMPLER_COST_MS" -s "$SAMPLER_COST_SLOW_MS") ;;
+	slow-parents | slow-parents-tmpfs)
+		args=(-i "$SAMPLER_COST_MS" -s "$SAMPLER_COST_SLOW_MS" -S / -S "$parent")
+		cgs=("$@")
+		[ "$cfg" = slow-parents ] || dir=/run
+		;;
+	slow-vmstat)
+		args=(-i "$SAMPLER_COST_MS" -s "$SAMPLER_COST_SLOW_MS" -V -S / -S "$parent")
+		cgs=("$@")
+		;;
+	vmstat-only)
+		args=(-i "$SAMPLER_COST_MS")
+		cgs=()
+		;;
+	all-slow) args=(-i "$SAMPLER_COST_SLOW_MS") ;;
+	*) return 1 ;;
+	esac
 }
