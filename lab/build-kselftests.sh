@@ -8,10 +8,10 @@
 # tools/testing/selftests/cgroup of the pristine Debian 6.1 tree (the
 # series does not change them); the cgroup-selftests scenario runs them.
 #
-# lru-immediate: the series' own kselftest, test_lru_immediate (patch 16,
-# tools/testing/selftests/cgroup/test_lru_immediate.c), from the pristine
-# tree with the selftests part of every patch in patches/series applied;
-# the immediate-invariants scenario runs it.
+# lru-immediate: the series' own kselftest, test_lru_immediate (its
+# selftest patch, tools/testing/selftests/cgroup/test_lru_immediate.c),
+# from the pristine tree with the selftests part of every patch in
+# patches/series applied; the immediate-invariants scenario runs it.
 #
 # Sources come from the cache's kernel repository by git archive of the
 # pristine commit into a temporary folder, and the series' patches are

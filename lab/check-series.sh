@@ -58,8 +58,11 @@ N_DIFFERS_ALLOWED=(mm/vmscan.o)
 # Objects whose =n code the series reorders without changing what it
 # does: compaction's isolate_abort sets PG_lru back before it drops
 # lru_lock rather than after (patch 8: under the lock is what lets it
-# unpark a folio whose writeback ended meanwhile).
-N_REORDERED=(mm/compaction.o)
+# unpark a folio whose writeback ended meanwhile); memcontrol's
+# mem_cgroup_wb_stats() calls mem_cgroup_dirty_stats(), which has its
+# body, for the memcg of its wb (patch 16: page-writeback calls it for a
+# writer's memcg).
+N_REORDERED=(mm/compaction.o mm/memcontrol.o)
 
 MODE=full
 RESULTS=()

@@ -37,9 +37,11 @@ set -euo pipefail
 # the headline (pinned-floor: writeback replaced by pinned memory;
 # paced: the writer held to the stick's rate), proactive reclaim, the
 # legacy hierarchy and ext4; the series' three policies (activate is
-# 6.1's own behaviour, the baseline) and 6.1's alternative, MGLRU.
+# 6.1's own behaviour, the baseline), 6.1's alternative, MGLRU, and
+# the series' memcg dirty limit alone (dirtylimit: what patch 16 does
+# without parking).
 VERDICT_SCENARIOS="dirty-neighbour dirty-many dirty-global dirty-self clean-control pinned-floor paced proactive cgroup-v1 dirty-neighbour-ext4"
-VERDICT_ARMS="activate keep immediate mglru"
+VERDICT_ARMS="activate keep immediate mglru dirtylimit"
 VERDICT_RUNS=5
 
 # A choice of arms, not their definition: each must be in the table.

@@ -11,6 +11,10 @@ from memcg_lab import run
 
 Metric = namedtuple("Metric", "name label unit better")
 
+# The length of one sleep of a writer over its memcg's dirty limit
+# (patch 16's MEMCG_DIRTY_PAUSE, HZ / 10): vmstat counts the sleeps.
+MEMCG_DIRTY_SLEEP_S = 0.1
+
 METRICS = [
     Metric("nb_psi_some_s", "Neighbour PSI some", "s", "lower"),
     Metric("nb_psi_some_pct", "Neighbour PSI some share", "% of phase", "lower"),
@@ -43,6 +47,10 @@ METRICS = [
     Metric("throttled_parked_s", "Reclaim waited for parked writeback, all tasks", "s", "lower"),
     Metric("dirtier_throttled_parked_s", "Dirtier waited for parked writeback", "s", "lower"),
     Metric("nb_throttled_parked_s", "Neighbour waited for parked writeback", "s", "lower"),
+    # Series v4 (patch 16): the writer waits at the source instead, in
+    # 100 ms sleeps over its memcg's dirty limit (vmstat
+    # dirty_throttle_memcg; the dirtier is the only writer).
+    Metric("memcg_dirty_sleep_s", "Writers slept over their memcg's dirty limit", "s", "lower"),
     # Per unit of the neighbour's work (MiB its reader read in the phase
     # plus MiB its probe faulted in bursts begun in it): the runs of
     # different arms do different amounts.
@@ -162,6 +170,8 @@ def run_metrics(summary, fio, probe, cgroups):
         "throttled_parked_s": _delayed_s(by_reason, "parked"),
         "dirtier_throttled_parked_s": _delayed_s(by_reason_cgroup, f"parked:{dt}"),
         "nb_throttled_parked_s": _delayed_s(by_reason_cgroup, f"parked:{nb}"),
+        "memcg_dirty_sleep_s": counter("-", "vmstat.dirty_throttle_memcg",
+                                       MEMCG_DIRTY_SLEEP_S),
         "nb_psi_some_s": None if some_us is None else some_us / 1e6,
         "nb_psi_some_pct": _ratio(some_us, phase_s * 1e6, 100),
         "nb_psi_full_s": counter(nb, "memory.pressure.full.total", 1e-6),

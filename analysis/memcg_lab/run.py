@@ -99,6 +99,9 @@ COUNTERS = [
     # Pages whose writeback completed: what the stick took in the phase
     # (the dirtier is its only writer).
     ("-", "vmstat.nr_written"),
+    # Series v4's 100 ms sleeps of writers over their memcg's dirty limit
+    # without cgroup writeback (patch 16); absent on other kernels.
+    ("-", "vmstat.dirty_throttle_memcg"),
 ]
 
 

@@ -132,6 +132,7 @@ apply_arm() {
 		echo "arm=$ARM"
 		echo "lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
 		echo "reclaim_writeback_policy=$(cat "$writeback_policy" 2>/dev/null || echo absent)"
+		echo "memcg_dirty_limit=$(cat /proc/sys/vm/memcg_dirty_limit 2>/dev/null || echo absent)"
 	} >"$out_dir/arm.txt"
 }
 

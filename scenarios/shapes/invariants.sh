@@ -2,8 +2,9 @@
 # SHAPE=invariants: shape_invariants (lib/guest-run.sh sources this file).
 
 # The patch series' invariant tests, its kselftest test_lru_immediate
-# (patch 16, built by lab/build-kselftests.sh lru-immediate, in the lab
-# share), on the throttled stick; KTAP in kselftest-test_lru_immediate.tap.
+# (the series' selftest patch, built by lab/build-kselftests.sh
+# lru-immediate, in the lab share), on the throttled stick; KTAP in
+# kselftest-test_lru_immediate.tap.
 # They make their own memcgs under a parent of the root, outside
 # systemd's slices; their exit status is the run's.  The harness takes no
 # options: the parameters go in LRU_IMMEDIATE_* environment variables.

@@ -18,13 +18,14 @@ FIXTURE = "lru_immediate"
 
 # Every test of the program, in order, with the checks it makes when it
 # runs (the TAP tests of the program it replaced, one check each; the
-# toggle test's fourth is its "# known:" line; sibling is new).  large
-# makes 5 where large folios park (XFS), else 1 and skips.
+# toggle test's fourth is its "# known:" line; sibling and dirty_limit
+# are new).  large makes 5 where large folios park (XFS), else 1 and
+# skips.
 CHECKS = {
     "policy_names": 3, "park": 12, "scan": 1, "toggle": 4, "rmdir": 3,
     "ops_fadvise_dontneed": 4, "ops_compact_memory": 4, "ops_mlock": 4,
     "ops_truncate": 4, "strand": 5, "mglru": 3, "showmem": 1, "sibling": 1,
-    "large": 5, "end_state": 3,
+    "dirty_limit": 1, "large": 5, "end_state": 3,
 }
 # The tests' groups (LRU_IMMEDIATE_TESTS, the scenario's TEST_ONLY).
 GROUPS = {"policy_names": None, "end_state": None, "ops_fadvise_dontneed": "ops",

@@ -379,7 +379,7 @@ ARM=${2:-default}
 def test_the_choices_of_arms_are_arms_of_the_table():
     with open(os.path.join(ROOT, "lab", "matrix.sh")) as f:
         verdict = re.search(r'^VERDICT_ARMS="([^"]*)"', f.read(), re.M).group(1).split()
-    assert verdict == ["activate", "keep", "immediate", "mglru"]
+    assert verdict == ["activate", "keep", "immediate", "mglru", "dirtylimit"]
     assert set(verdict) <= set(arms_table.ORDER)
     # The stress scenario cycles through values of the series' policy
     # sysctl: each one an arm of the table writes there.

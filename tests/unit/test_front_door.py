@@ -124,7 +124,8 @@ def arm_check(tmp_path, arm, config, symbols):
                           cwd=os.path.join(ROOT, "lab"))
 
 
-PATCHED = (["CONFIG_LRU_GEN=y", "CONFIG_LRU_IMMEDIATE=y"], ["reclaim_wb_policy_handler"])
+PATCHED = (["CONFIG_LRU_GEN=y", "CONFIG_LRU_IMMEDIATE=y"],
+           ["reclaim_wb_policy_handler", "vm_memcg_dirty_limit"])
 
 
 def test_every_arm_runs_on_the_lab_kernel(tmp_path):

@@ -105,7 +105,7 @@ def test_results_are_classified_from_the_run_status(tmp_path):
 # SCENARIOS, ARMS and RUNS.
 VERDICT_SCENARIOS = {"dirty-neighbour", "dirty-many", "dirty-global", "dirty-self", "clean-control",
                      "pinned-floor", "paced", "proactive", "cgroup-v1", "dirty-neighbour-ext4"}
-VERDICT_ARMS = {"activate", "keep", "immediate", "mglru"}
+VERDICT_ARMS = {"activate", "keep", "immediate", "mglru", "dirtylimit"}
 
 
 def make(*args):
@@ -122,7 +122,7 @@ def test_make_matrix_defaults_to_the_verdict_matrix(tmp_path):
     p = make("matrix-jobs", f"RESULTS={tmp_path}")
     assert p.returncode == 0, p.stderr
     triples = job_triples(p.stdout.splitlines())
-    assert len(triples) == len(set(triples)) == 10 * 4 * 5
+    assert len(triples) == len(set(triples)) == 10 * 5 * 5
     assert {s for s, _, _ in triples} == VERDICT_SCENARIOS
     assert {a for _, a, _ in triples} == VERDICT_ARMS
     assert {r for _, _, r in triples} == {"1", "2", "3", "4", "5"}
