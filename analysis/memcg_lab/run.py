@@ -511,17 +511,24 @@ def load_sampler_cost(path, params):
             "vmstat_slow": cost["vmstat"] == "slow" if "vmstat" in cost else None}
 
 
-def load_neighbour_reads(path):
+def load_neighbour_reads(path, phases):
     """MiB the neighbour's reader read in the measured phase
     (neighbour-io.txt: its processes' rchar when the phase ended), or
     None: without the file (runs from before it, whose reads are fio's
     total, the tail's included) or when the neighbour was done by then
-    (fio's total is the phase's).  RunError for a value not a count."""
+    (fio's total is the phase's).  Done by then also when PHASES has no
+    neighbour-tail: the neighbour ended as the runner looked, and its
+    rchar, taken as its reader's processes exited, may have lost theirs
+    (runs from before neighbour.sh marked the reader's stop; 7 December
+    2026, a count of 136 KiB beside fio's 1426 MiB).  RunError for a
+    value not a count."""
     value = read_keyvalue(path).get("rchar_at_phase_end")
     if value is None:
         return None
     if not value.isdigit():
         raise RunError(f"{path}: rchar_at_phase_end={value} is not a byte count")
+    if not any(p[0] == "neighbour-tail" for p in phases):
+        return None
     return int(value) / (1 << 20)
 
 
@@ -828,7 +835,7 @@ def summarise(run_dir):
     cost = load_sampler_cost(os.path.join(run_dir, "sampler.log"), params)
     if cost:
         summary["sampler"] = cost
-    read_mib = load_neighbour_reads(os.path.join(run_dir, "neighbour-io.txt"))
+    read_mib = load_neighbour_reads(os.path.join(run_dir, "neighbour-io.txt"), phases)
     if read_mib is not None:
         summary["neighbour_read_mib"] = read_mib
     oom_kills = load_run_oom_kills(run_dir)

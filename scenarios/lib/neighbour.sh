@@ -20,11 +20,17 @@ reader=$!
 lab-mmap-probe -s "$2" -i "$3" -d "$4" -o "$out/probe-latency.csv" \
 	-H "$out/probe-histogram.csv" &
 probe=$!
+# The reader's stop, marked first (OUT/reader-stopped): the runner's
+# count of what it read in the phase, its processes' rchar, is whole
+# only if taken before (finish_neighbour_phase).  One signal: fio
+# stopping on a first one dies on a second before its report.
+stop_reader() {
+	: >"$out/reader-stopped"
+	kill -TERM "$reader" 2>/dev/null || true
+}
 # The phase's end: the reader stops at once, the probe after its burst.
-# One signal each: fio stopping on a first one dies on a second before
-# its report.
 reader_told=
-trap 'reader_told=1; kill -TERM "$reader" "$probe" 2>/dev/null || true' TERM
+trap 'reader_told=1; stop_reader; kill -TERM "$probe" 2>/dev/null || true' TERM
 
 # wait PID's status, across the TERM trap, which ends a wait early
 # (status 143) and may let the job end before the wait is taken again.
@@ -45,7 +51,7 @@ wait_for() {
 
 probe_rc=0
 wait_for "$probe" || probe_rc=$?
-[ -n "$reader_told" ] || kill -TERM "$reader" 2>/dev/null || true
+[ -n "$reader_told" ] || stop_reader
 reader_rc=0
 wait_for "$reader" || reader_rc=$?
 # fio 3.33 exits 128 when a signal stopped it, its report written, and

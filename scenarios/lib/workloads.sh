@@ -76,7 +76,7 @@ start_neighbour_phase() {
 # under reclaim neighbour.sh may not have set its trap by then, and a
 # 10 s phase in the boot tests killed it.)
 finish_neighbour_phase() {
-	local end left neighbour_rc=0
+	local end left rchar='' neighbour_rc=0
 	end=$(awk -v s="$phase_start" -v d="$NEIGHBOUR_S" 'BEGIN { printf "%.2f", s + d }')
 	while scope_running neighbour; do
 		left=$(awk -v e="$end" -v now="$(uptime_s)" 'BEGIN { l = e - now; print (l > 5 ? 5 : l > 0 ? l : 0) }')
@@ -89,9 +89,14 @@ finish_neighbour_phase() {
 	phase_end
 	# What the reader has read by the phase's end (its processes began
 	# with the phase): fio's own total also counts what it reads in the
-	# tail.  A neighbour done by then read it all in the phase.
-	if scope_running neighbour; then
-		echo "rchar_at_phase_end=$(member_rchar neighbour)"
+	# tail.  A reader stopped by then (neighbour.sh marks it before it
+	# signals fio) read it all in the phase, and its exiting processes
+	# take their rchar with them: fio's total is the phase's reads.  The
+	# mark is looked for after the count, so a count taken before it is
+	# whole.
+	scope_running neighbour && rchar=$(member_rchar neighbour)
+	if [ -n "$rchar" ] && [ ! -e "$out_dir/reader-stopped" ]; then
+		echo "rchar_at_phase_end=$rchar"
 	else
 		echo "finished_in_phase=1"
 	fi >"$out_dir/neighbour-io.txt"

@@ -60,9 +60,11 @@ def test_the_reader_stops_when_the_probe_has_run_its_duration(neighbour):
     p = start(2)
     _, err = p.communicate(timeout=50)
     assert p.returncode == 0, err
-    # fio's own runtime is 60 s: the script stopped it, its report whole.
+    # fio's own runtime is 60 s: the script stopped it, its report whole,
+    # and marked the stop for the runner's count of its reads.
     assert time.monotonic() - t0 < 30
     assert fio_reads(out) > 0
+    assert (out / "reader-stopped").exists()
     assert bursts(out)
     assert (out / "probe-histogram.csv").exists()
 
