@@ -116,8 +116,14 @@ LAB_RETRY_RUN=$(newest_run smoke immediate) /usr/bin/python3 -m pytest -q tests/
 
 # tracing-on: what the lab's tools switch (tracing_on, hist triggers),
 # never an event's enable file; its enable mode panics TCG guests.
+# dirty_ratio 20, not the scenario's 80: with its memcg ~100 % under
+# writeback, 6.1 ("activate") OOM-killed the lone dirtier in the last
+# round of 1 of 4 runs (7 December, make test): a finding of its own
+# (RESULTS.md), which ended the reclaim this test needs.  With clean
+# pages to reclaim, the memcg reclaims all the time.
 log "boot test: tracing switched on and off while memcg reclaim runs"
-MEMCG_LAB_RESULTS=$BOOT_RESULTS SET="TOGGLE_MODE=tracing-on TOGGLE_ROUNDS=20 GUEST_MEM_MB=512" \
+MEMCG_LAB_RESULTS=$BOOT_RESULTS \
+	SET='TOGGLE_MODE=tracing-on TOGGLE_ROUNDS=20 GUEST_MEM_MB=512 SYSCTLS="vm.dirty_ratio=20 vm.dirty_background_ratio=5 vm.compaction_proactiveness=0"' \
 	lab/run-scenario.sh tracepoint-toggle activate
 LAB_TOGGLE_RUN=$(newest_run tracepoint-toggle activate) \
 	/usr/bin/python3 -m pytest -q tests/boot/test_tracepoint_toggle_run.py
